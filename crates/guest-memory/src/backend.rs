@@ -1,0 +1,314 @@
+//! Tier backends: the file behind each tier (a memfd, a device-DAX device
+//! or a regular file), cut into frame-sized slots, plus one shared "view"
+//! mapping of the whole backing through which copy engines read and write
+//! slots without touching the guest's mappings.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::config::PlannedTier;
+use crate::file_backend;
+use crate::host::{self, HUGEPAGE_SIZE};
+use crate::mapping::HostMapping;
+use crate::memfd;
+use crate::numa;
+use crate::size::format_size;
+
+/// What kind of object backs a tier.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum BackendKind {
+    /// A memfd (shmem or hugetlbfs).
+    Memfd {
+        /// NUMA node the memory is bound to.
+        numa_node: Option<u32>,
+        /// Whether it is backed by 2 MiB hugetlb pages.
+        hugetlb: bool,
+    },
+    /// A device-DAX character device.
+    DevDax {
+        /// Device path.
+        path: PathBuf,
+        /// Mapping alignment the device requires.
+        align: u64,
+    },
+    /// A regular file (tmpfs, a DAX filesystem, or any other).
+    RegularFile {
+        /// File path.
+        path: PathBuf,
+    },
+}
+
+/// Why a tier backend could not be created or used.
+#[derive(Debug, Error)]
+pub enum BackendError {
+    /// `memfd_create` failed.
+    #[error("memfd_create failed")]
+    MemfdCreate(#[source] io::Error),
+    /// The backing could not be sized.
+    #[error("cannot size the backing to {}", format_size(*.size))]
+    Resize {
+        /// Size asked for.
+        size: u64,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The file or device could not be opened.
+    #[error("cannot open {}", .path.display())]
+    Open {
+        /// Path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The backing could not be inspected.
+    #[error("cannot stat the backing")]
+    Stat(#[source] io::Error),
+    /// The view mapping failed.
+    #[error("cannot map the tier view ({})", format_size(*.len))]
+    MapView {
+        /// View length.
+        len: u64,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// Hugepages ran out while reserving or faulting in a hugetlb tier.
+    #[error(
+        "not enough free 2 MiB hugepages: tier needs {needed}, host has {available} \
+         (raise /proc/sys/vm/nr_hugepages)"
+    )]
+    Hugepages {
+        /// Pages the tier needs.
+        needed: u64,
+        /// Pages free and unreserved before the attempt.
+        available: u64,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// `mbind` failed.
+    #[error("cannot bind the tier to numa node {node}")]
+    Mbind {
+        /// Node.
+        node: u32,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// A slot index beyond the tier.
+    #[error("slot {slot} out of range (tier has {count} slots)")]
+    SlotOutOfRange {
+        /// Slot asked for.
+        slot: usize,
+        /// Slots in the tier.
+        count: usize,
+    },
+    /// Punching a hole for a released slot failed.
+    #[error("cannot discard slot {slot}")]
+    Discard {
+        /// Slot.
+        slot: usize,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Identity of a file as `/proc/self/maps` shows it: device and inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileId {
+    pub dev_major: u32,
+    pub dev_minor: u32,
+    pub inode: u64,
+}
+
+/// One tier's backing object, its slots and its view mapping.
+#[derive(Debug)]
+pub struct TierBackend {
+    name: String,
+    kind: BackendKind,
+    capacity: u64,
+    slot_size: u64,
+    view: HostMapping,
+    file: File,
+    id: FileId,
+}
+
+impl TierBackend {
+    /// Creates (memfd) or opens (file) the backing of a validated tier and
+    /// maps its view.
+    pub(crate) fn create(plan: &PlannedTier, slot_size: u64) -> Result<Self, BackendError> {
+        let file = match &plan.kind {
+            BackendKind::Memfd { hugetlb, .. } => {
+                memfd::create(&plan.name, plan.capacity, *hugetlb)?
+            }
+            BackendKind::DevDax { path, .. } => file_backend::open_device(path)?,
+            BackendKind::RegularFile { path } => file_backend::open_regular(path, plan.capacity)?,
+        };
+        let hugetlb = matches!(plan.kind, BackendKind::Memfd { hugetlb: true, .. });
+        let needed = plan.capacity / HUGEPAGE_SIZE;
+        let available = if hugetlb {
+            host::available_hugepages().unwrap_or(0)
+        } else {
+            0
+        };
+        let len = usize::try_from(plan.capacity).map_err(|_| BackendError::MapView {
+            len: plan.capacity,
+            source: io::Error::from_raw_os_error(libc::ENOMEM),
+        })?;
+        // For hugetlb, a shared mapping reserves the pages: ENOMEM = too few.
+        let view =
+            HostMapping::map_shared(file.as_fd(), len, 0).map_err(|source| match hugetlb {
+                true => BackendError::Hugepages {
+                    needed,
+                    available,
+                    source,
+                },
+                false => BackendError::MapView {
+                    len: plan.capacity,
+                    source,
+                },
+            })?;
+        if let BackendKind::Memfd {
+            numa_node: Some(node),
+            ..
+        } = plan.kind
+        {
+            numa::bind_to_node(view.addr(), view.len(), node)
+                .map_err(|source| BackendError::Mbind { node, source })?;
+        }
+        if hugetlb {
+            // Fault every page in now (through the view, so on the bound
+            // node): a shortage is an error here rather than a SIGBUS in a
+            // vCPU later.
+            view.populate_write()
+                .map_err(|source| BackendError::Hugepages {
+                    needed,
+                    available,
+                    source,
+                })?;
+        }
+        let meta = file.metadata().map_err(BackendError::Stat)?;
+        let id = FileId {
+            dev_major: libc::major(meta.dev()),
+            dev_minor: libc::minor(meta.dev()),
+            inode: meta.ino(),
+        };
+        Ok(Self {
+            name: plan.name.clone(),
+            kind: plan.kind.clone(),
+            capacity: plan.capacity,
+            slot_size,
+            view,
+            file,
+            id,
+        })
+    }
+
+    /// Tier name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What backs the tier.
+    pub fn kind(&self) -> &BackendKind {
+        &self.kind
+    }
+
+    /// Usable bytes (`slot_count * slot_size`).
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Bytes per slot (the frame size).
+    pub fn slot_size(&self) -> u64 {
+        self.slot_size
+    }
+
+    /// Number of slots.
+    pub fn slot_count(&self) -> usize {
+        (self.capacity / self.slot_size) as usize
+    }
+
+    /// The backing file descriptor (map it at [`TierBackend::slot_offset`]).
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.file.as_fd()
+    }
+
+    /// Byte offset of `slot` in the backing.
+    pub fn slot_offset(&self, slot: usize) -> Result<u64, BackendError> {
+        self.check_slot(slot)?;
+        Ok(slot as u64 * self.slot_size)
+    }
+
+    /// Host address of the view mapping (the whole backing, shared).
+    pub fn view_base(&self) -> u64 {
+        self.view.addr() as u64
+    }
+
+    /// Host address of `slot` in the view mapping.
+    pub fn slot_view_addr(&self, slot: usize) -> Result<u64, BackendError> {
+        Ok(self.view_base() + self.slot_offset(slot)?)
+    }
+
+    /// Gives the memory of a released slot back to the host
+    /// (`fallocate(PUNCH_HOLE)`); the slot reads as zeros afterwards.
+    /// Returns `false` where the backing cannot do this (device-DAX, or a
+    /// filesystem without hole punching): the old contents then stay.
+    pub fn discard_slot(&self, slot: usize) -> Result<bool, BackendError> {
+        let offset = self.slot_offset(slot)?;
+        if matches!(self.kind, BackendKind::DevDax { .. }) {
+            return Ok(false);
+        }
+        let discard_err = |source| BackendError::Discard { slot, source };
+        let offset = libc::off_t::try_from(offset)
+            .map_err(|_| discard_err(io::Error::from_raw_os_error(libc::EINVAL)))?;
+        let len = libc::off_t::try_from(self.slot_size)
+            .map_err(|_| discard_err(io::Error::from_raw_os_error(libc::EINVAL)))?;
+        // SAFETY: fallocate on our own fd; punching a hole only zeroes the
+        // slot's bytes in the file, which no frame maps any more.
+        let rc = unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                offset,
+                len,
+            )
+        };
+        if rc != 0 {
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::EOPNOTSUPP) {
+                return Ok(false);
+            }
+            return Err(discard_err(err));
+        }
+        Ok(true)
+    }
+
+    pub(crate) fn file_id(&self) -> FileId {
+        self.id
+    }
+
+    fn check_slot(&self, slot: usize) -> Result<(), BackendError> {
+        let count = self.slot_count();
+        if slot >= count {
+            return Err(BackendError::SlotOutOfRange { slot, count });
+        }
+        Ok(())
+    }
+}
+
+impl AsFd for TierBackend {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd()
+    }
+}

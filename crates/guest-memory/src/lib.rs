@@ -1,0 +1,55 @@
+//! Tiered guest memory for tiervisor (ARCHITECTURE §2).
+//!
+//! Guest RAM is cut into frames; each frame lives in a slot of one tier
+//! (a memfd, a device-DAX device or a file), mapped `MAP_SHARED|MAP_FIXED`
+//! into a host-virtual range that never moves (KVM memslots are static).
+//! The placement map (frame → tier, slot) is the single source of truth.
+//!
+//! * [`TierSpec`] / [`Placement`] — configuration as the operator writes it;
+//! * [`TieredMemory`] — builds and owns everything: [`TierBackend`]s with their
+//!   fds and view mappings, the [`FrameTable`], the placement map and slot
+//!   allocators behind a lock, and the vm-memory view of guest RAM;
+//! * migration building blocks: [`TieredMemory::reserve_slot`],
+//!   [`TieredMemory::map_frames`], [`TieredMemory::commit_move`],
+//!   [`TierBackend::discard_slot`], [`TieredMemory::release_slot`];
+//! * [`TieredMemory::verify_backing`] — checks real mappings against the map.
+
+mod backend;
+mod config;
+mod error;
+mod file_backend;
+mod frame_table;
+mod guest_ranges;
+mod host;
+pub mod layout;
+mod ledger;
+mod mapping;
+mod memfd;
+mod numa;
+mod placement;
+mod policy;
+mod proc_maps;
+mod runs;
+pub mod size;
+mod slots;
+pub mod tier;
+mod tiered;
+mod verify;
+
+pub use backend::{BackendError, BackendKind, TierBackend};
+pub use config::{ConfigError, DEFAULT_FRAME_SIZE, MAX_SIZE, MIN_FRAME_SIZE, MemoryConfig};
+pub use error::Error;
+pub use frame_table::{FrameTable, MappedRegion};
+pub use host::{
+    DaxGeometry, HUGEPAGE_SIZE, HostError, available_hugepages, dax_geometry, numa_node_exists,
+};
+pub use layout::{HIGH_RAM_START, MMIO_HOLE_START, RamRegion, ram_regions};
+pub use ledger::LedgerError;
+pub use placement::{Location, PlacementError, PlacementMap, PlacementSnapshot};
+pub use policy::{Placement, PlacementParseError};
+pub use proc_maps::MapsError;
+pub use size::{GIB, KIB, MIB, SizeError, TIB, format_size, format_size_arg, parse_size};
+pub use slots::{SlotAllocator, SlotError};
+pub use tier::{BackendSpec, TierSpec, TierSpecError};
+pub use tiered::{TierUsage, TieredMemory};
+pub use verify::VerifyError;

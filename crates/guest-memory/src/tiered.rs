@@ -1,0 +1,223 @@
+//! `TieredMemory`: a VM's guest RAM built from its tiers. It owns the tier
+//! backends, the host-virtual ranges that hold guest RAM (fixed for the life
+//! of the VM, one per RAM region, for KVM memslots), the frame table, and the
+//! slot ledger (placement map + slot allocators) behind a lock so that a
+//! migration thread can change placement while the VMM reads it.
+//!
+//! A migrator moves frame `f` from `src` to tier `t` like this:
+//! [`TieredMemory::reserve_slot`]`(t)` → write-protect `f`'s host range →
+//! copy between the tiers' views ([`TierBackend::slot_view_addr`]) →
+//! [`TieredMemory::map_frames`]`(f, 1, dst)` → [`TieredMemory::commit_move`]
+//! → [`TierBackend::discard_slot`]`(src.slot)` → [`TieredMemory::release_slot`]`(src)`.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use serde::{Deserialize, Serialize};
+use vm_memory::GuestMemoryMmap;
+
+use crate::backend::TierBackend;
+use crate::config::{ConfigError, MemoryConfig, validate};
+use crate::error::Error;
+use crate::frame_table::{FrameTable, MappedRegion};
+use crate::guest_ranges::{GuestRanges, map_all, map_run};
+use crate::ledger::Ledger;
+use crate::placement::{Location, PlacementMap, PlacementSnapshot};
+use crate::policy::Placement;
+use crate::verify::verify;
+
+/// Occupancy of one tier, derived from the placement map.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TierUsage {
+    /// Tier name.
+    pub name: String,
+    /// Frames the tier can hold.
+    pub capacity_frames: usize,
+    /// Frames living on the tier.
+    pub used_frames: usize,
+}
+
+/// A VM's tiered guest RAM.
+///
+/// Dropping it unmaps the guest ranges and views and closes the backings —
+/// unless a clone of [`TieredMemory::guest_memory`] (or of one of its
+/// regions) is still alive, in which case the guest ranges are leaked rather
+/// than left dangling under that clone.
+#[derive(Debug)]
+pub struct TieredMemory {
+    /// Declared first: guest ranges go before the tiers they map.
+    ranges: GuestRanges,
+    frames: FrameTable,
+    tiers: Vec<TierBackend>,
+    ledger: Mutex<Ledger>,
+    policy: Placement,
+}
+
+impl TieredMemory {
+    /// Validates `cfg` (before creating anything), creates the tier
+    /// backends, places every frame per `cfg.placement` and maps it.
+    pub fn new(cfg: &MemoryConfig) -> Result<Self, Error> {
+        let plan = validate(cfg)?;
+        let tiers = plan
+            .tiers
+            .iter()
+            .map(|t| {
+                TierBackend::create(t, plan.frame_size).map_err(|source| Error::Backend {
+                    tier: t.name.clone(),
+                    source,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let slot_counts: Vec<usize> = tiers.iter().map(TierBackend::slot_count).collect();
+        let tier_of_frame = cfg.placement.assign(plan.frame_count, &slot_counts).ok_or(
+            ConfigError::TiersTooSmall {
+                memory: cfg.size,
+                capacity: tiers.iter().map(TierBackend::capacity).sum(),
+            },
+        )?;
+        let ledger = Ledger::new(&slot_counts, &tier_of_frame)?;
+        let ranges = GuestRanges::reserve(&plan.regions, plan.frame_size)?;
+        let frames = FrameTable::new(plan.frame_size, ranges.mapped().to_vec());
+        map_all(&frames, &tiers, ledger.map())?;
+        Ok(Self {
+            ranges,
+            frames,
+            tiers,
+            ledger: Mutex::new(ledger),
+            policy: cfg.placement,
+        })
+    }
+
+    /// One host-virtual range per RAM region (for KVM memslots).
+    pub fn regions(&self) -> &[MappedRegion] {
+        self.frames.regions()
+    }
+
+    /// vm-memory view over the guest ranges (not owning them: clones must
+    /// not outlive `self`; if they do, `self` leaks the ranges on drop).
+    pub fn guest_memory(&self) -> &GuestMemoryMmap {
+        self.ranges.memory()
+    }
+
+    /// Bytes per frame.
+    pub fn frame_size(&self) -> u64 {
+        self.frames.frame_size()
+    }
+
+    /// Number of frames.
+    pub fn frame_count(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Frame index ↔ guest-physical ↔ host-virtual addresses.
+    pub fn frames(&self) -> &FrameTable {
+        &self.frames
+    }
+
+    /// The tiers, fastest first.
+    pub fn tiers(&self) -> &[TierBackend] {
+        &self.tiers
+    }
+
+    /// Index of the tier called `name`.
+    pub fn tier_index(&self, name: &str) -> Option<usize> {
+        self.tiers.iter().position(|t| t.name() == name)
+    }
+
+    /// The initial placement policy the memory was built with.
+    pub fn placement_policy(&self) -> Placement {
+        self.policy
+    }
+
+    /// A copy of the placement map as it is now.
+    pub fn placement(&self) -> PlacementSnapshot {
+        self.ledger().map().clone()
+    }
+
+    /// Where `frame` lives now.
+    pub fn location(&self, frame: usize) -> Option<Location> {
+        self.ledger().map().location(frame)
+    }
+
+    /// Runs `f` on the placement map under the lock (no copy); placement
+    /// changes wait until `f` returns, so keep it short.
+    pub fn with_placement<R>(&self, f: impl FnOnce(&PlacementMap) -> R) -> R {
+        f(self.ledger().map())
+    }
+
+    /// Capacity and occupancy of each tier, from the placement map.
+    pub fn tier_usage(&self) -> Vec<TierUsage> {
+        let ledger = self.ledger();
+        self.tiers
+            .iter()
+            .enumerate()
+            .map(|(i, t)| TierUsage {
+                name: t.name().to_owned(),
+                capacity_frames: t.slot_count(),
+                used_frames: ledger.map().used_frames(i),
+            })
+            .collect()
+    }
+
+    /// Slots of `tier` that are allocated but back no frame (migration
+    /// destinations in flight, or sources not yet released).
+    pub fn reserved_slots(&self, tier: usize) -> usize {
+        self.ledger().reserved(tier)
+    }
+
+    /// Reserves one free slot of `tier` as a migration destination.
+    pub fn reserve_slot(&self, tier: usize) -> Result<Location, Error> {
+        Ok(self.ledger().reserve(tier, 1)?[0])
+    }
+
+    /// Reserves `count` free slots of `tier`, all or none.
+    pub fn reserve_slots(&self, tier: usize, count: usize) -> Result<Vec<Location>, Error> {
+        Ok(self.ledger().reserve(tier, count)?)
+    }
+
+    /// Frees a reserved slot (an unused destination, or a source after
+    /// [`TieredMemory::commit_move`] and [`TierBackend::discard_slot`]).
+    pub fn release_slot(&self, loc: Location) -> Result<(), Error> {
+        Ok(self.ledger().release(loc)?)
+    }
+
+    /// Records that `frame` moved from `from` to the reserved slot `to`
+    /// (call after [`TieredMemory::map_frames`] put `to` under the frame).
+    /// `from` stays reserved until released, so it is not handed out while
+    /// its contents are being discarded.
+    pub fn commit_move(&self, frame: usize, from: Location, to: Location) -> Result<(), Error> {
+        Ok(self.ledger().commit_move(frame, from, to)?)
+    }
+
+    /// Records that frames `a` (at `a_at`) and `b` (at `b_at`) swapped slots.
+    pub fn commit_exchange(
+        &self,
+        a: usize,
+        a_at: Location,
+        b: usize,
+        b_at: Location,
+    ) -> Result<(), Error> {
+        Ok(self.ledger().commit_exchange(a, a_at, b, b_at)?)
+    }
+
+    /// Maps `count` consecutive slots of `start.tier`, from `start.slot`, over
+    /// the host range of frames `first..first + count` (`MAP_FIXED`, one call;
+    /// the range never becomes unmapped). The placement map is NOT changed:
+    /// that is [`TieredMemory::commit_move`]'s job, once the data is in place.
+    pub fn map_frames(&self, first: usize, count: usize, start: Location) -> Result<(), Error> {
+        map_run(&self.frames, &self.tiers, first, count, start)
+    }
+
+    /// Checks that every frame's host range is really mapped from the tier
+    /// and slot the placement map says (via `/proc/self/maps`, see
+    /// [`crate::VerifyError`]); non-destructive. Holds the placement lock meanwhile.
+    pub fn verify_backing(&self) -> Result<(), Error> {
+        let ledger = self.ledger();
+        Ok(verify(&self.frames, &self.tiers, ledger.map())?)
+    }
+
+    fn ledger(&self) -> MutexGuard<'_, Ledger> {
+        // Ledger operations check before they change anything, so a panic
+        // elsewhere while holding the lock leaves it consistent.
+        self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}

@@ -1,0 +1,82 @@
+//! Helpers shared by the integration tests.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use guest_memory::{Error, MemoryConfig, Placement, TierSpec, TieredMemory};
+
+pub const MIB: u64 = 1 << 20;
+pub const GIB: u64 = 1 << 30;
+
+/// A memfd tier spec.
+pub fn memfd(name: &str, size: &str) -> TierSpec {
+    format!("name={name},backend=memfd,size={size}")
+        .parse()
+        .unwrap()
+}
+
+/// A configuration from parts.
+pub fn config(
+    size: u64,
+    frame_size: u64,
+    tiers: Vec<TierSpec>,
+    placement: Placement,
+) -> MemoryConfig {
+    MemoryConfig {
+        size,
+        frame_size,
+        tiers,
+        placement,
+    }
+}
+
+/// Builds memory that must fail validation; returns the message.
+pub fn config_error(cfg: &MemoryConfig) -> String {
+    match TieredMemory::new(cfg) {
+        Err(err @ Error::Config(_)) => err.to_string(),
+        Err(other) => panic!("expected a configuration error, got {other:?}"),
+        Ok(_) => panic!("expected a configuration error, got memory"),
+    }
+}
+
+/// Reads a u64 at a host address.
+pub fn read_host_u64(addr: u64) -> u64 {
+    // SAFETY: callers pass addresses inside a live view or guest mapping of
+    // the memory under test, 8-byte aligned.
+    unsafe { std::ptr::read_volatile(addr as *const u64) }
+}
+
+/// Writes a u64 at a host address.
+pub fn write_host_u64(addr: u64, value: u64) {
+    // SAFETY: callers pass addresses inside a live view or guest mapping of
+    // the memory under test, 8-byte aligned.
+    unsafe { std::ptr::write_volatile(addr as *mut u64, value) }
+}
+
+/// A file path unique to this test run, removed on drop.
+pub struct ScratchFile {
+    pub path: PathBuf,
+}
+
+impl ScratchFile {
+    /// A fresh file of `len` bytes under `dir`.
+    pub fn new(dir: &Path, len: u64) -> Self {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = dir.join(format!("guestmem-test-{}-{n}", std::process::id()));
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_len(len).unwrap();
+        Self { path }
+    }
+
+    /// The file's current length.
+    pub fn len(&self) -> u64 {
+        std::fs::metadata(&self.path).unwrap().len()
+    }
+}
+
+impl Drop for ScratchFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}

@@ -1,0 +1,44 @@
+//! What `TieredMemory` leaves behind when dropped.
+
+use guest_memory::{MemoryConfig, TieredMemory};
+use vm_memory::{Bytes, GuestAddress};
+
+use crate::common::{MIB, memfd};
+
+/// Number of mappings of the memfd named after `tier`.
+fn memfd_mappings(tier: &str) -> usize {
+    let needle = format!("/memfd:tiervisor-{tier} ");
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(&needle))
+        .count()
+}
+
+#[test]
+fn drop_unmaps_views_and_guest_ranges() {
+    let mem =
+        TieredMemory::new(&MemoryConfig::new(4 * MIB, vec![memfd("dropcheck", "4M")])).unwrap();
+    // The view plus the guest range (one coalesced mapping).
+    assert_eq!(memfd_mappings("dropcheck"), 2);
+    drop(mem);
+    assert_eq!(memfd_mappings("dropcheck"), 0);
+}
+
+#[test]
+fn a_surviving_guest_memory_clone_keeps_its_memory() {
+    let mem =
+        TieredMemory::new(&MemoryConfig::new(4 * MIB, vec![memfd("leakcheck", "4M")])).unwrap();
+    let clone = mem.guest_memory().clone();
+    drop(mem);
+    // The guest range is kept (leaked) instead of dangling under the clone.
+    assert_eq!(memfd_mappings("leakcheck"), 1);
+    clone.write_obj(42u64, GuestAddress(MIB)).unwrap();
+    assert_eq!(clone.read_obj::<u64>(GuestAddress(MIB)).unwrap(), 42);
+}
+
+#[test]
+fn tiered_memory_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<TieredMemory>();
+}
