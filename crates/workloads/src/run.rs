@@ -1,0 +1,223 @@
+//! The per-vCPU phase loop shared by all workloads: barrier, `Phase`,
+//! `GroundTruth` (vCPU 0), the workload's own work, `Report`.
+
+use core::sync::atomic::AtomicU64;
+
+use guest_abi::Op;
+
+use crate::ground_truth::GroundTruthArea;
+use crate::kinds::{Hotset, Memcheck, Pmbench, Stream, Zipf, ZipfSampler};
+use crate::layout::Plan;
+use crate::meter::PhaseMeter;
+use crate::platform::{Platform, send};
+use crate::run_error::RunError;
+use crate::spec::Spec;
+
+/// Operations between two meter calls for the random-access workloads.
+pub(crate) const RANDOM_BATCH: u64 = 8192;
+/// Words between two meter calls for the sequential workloads (1 MiB).
+pub(crate) const SEQUENTIAL_BATCH: usize = 1 << 17;
+
+/// The memory a run works on.
+#[derive(Debug)]
+pub(crate) struct Region<'m> {
+    /// The shared data buffer.
+    pub buffer: &'m [AtomicU64],
+    /// Its guest-physical address.
+    pub buffer_gpa: u64,
+    /// Where vCPU 0 builds ground-truth descriptors.
+    pub ground_truth: GroundTruthArea<'m>,
+}
+
+impl Region<'_> {
+    /// Buffer size in bytes.
+    pub fn buffer_bytes(&self) -> u64 {
+        self.buffer.len() as u64 * 8
+    }
+}
+
+/// Which vCPU of how many, and the run's seed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Vcpu {
+    pub index: u32,
+    pub count: u32,
+    pub seed: u64,
+}
+
+impl Vcpu {
+    /// This vCPU's share `[start, end)` of `len` items split evenly.
+    pub fn share(&self, len: usize) -> (usize, usize) {
+        let (i, n) = (self.index as usize, self.count as usize);
+        let at = |k: usize| (len as u128 * k as u128 / n as u128) as usize;
+        (at(i), at(i + 1))
+    }
+}
+
+/// One workload's behaviour inside the common phase loop.
+pub(crate) trait Workload {
+    /// Moves to `phase`; phases come in order from 0 and every vCPU makes
+    /// the same moves, so all agree on where the hot data is.
+    fn begin_phase(&mut self, phase: u32);
+
+    /// Writes the current phase's access distribution into `area`; returns
+    /// the number of entries.
+    fn ground_truth(&self, area: &GroundTruthArea<'_>) -> u64;
+
+    /// Does the phase's work until the meter says the phase is over (or the
+    /// workload's own amount of work is done).
+    fn run_phase<P: Platform>(&mut self, meter: &mut PhaseMeter<'_, P>) -> Result<(), RunError>;
+
+    /// Last work of the run, counted in the last phase.
+    fn finish<P: Platform>(&mut self, _meter: &mut PhaseMeter<'_, P>) -> Result<(), RunError> {
+        Ok(())
+    }
+}
+
+/// Runs `spec` on one vCPU over `region`.
+pub(crate) fn run_vcpu<P: Platform>(
+    platform: &P,
+    vcpu: Vcpu,
+    spec: &Spec,
+    region: &Region<'_>,
+) -> Result<(), RunError> {
+    match spec.plan(region.buffer_bytes())? {
+        Plan::Hotset(plan) => drive(
+            platform,
+            vcpu,
+            spec,
+            region,
+            &mut Hotset::new(region, plan, vcpu),
+        ),
+        Plan::Zipf(plan) => {
+            // Filled in place: the tables are too big to move on the stack.
+            let mut sampler = ZipfSampler::empty();
+            sampler.fill(plan.items, plan.theta);
+            drive(
+                platform,
+                vcpu,
+                spec,
+                region,
+                &mut Zipf::new(region, plan, vcpu, &sampler),
+            )
+        }
+        Plan::Pmbench(plan) => drive(
+            platform,
+            vcpu,
+            spec,
+            region,
+            &mut Pmbench::new(region, plan, vcpu),
+        ),
+        Plan::Stream(op) => drive(
+            platform,
+            vcpu,
+            spec,
+            region,
+            &mut Stream::new(region, op, vcpu),
+        ),
+        Plan::Memcheck { rounds } => drive(
+            platform,
+            vcpu,
+            spec,
+            region,
+            &mut Memcheck::new(region, rounds, vcpu),
+        ),
+    }
+}
+
+/// Words per 4 KiB page.
+const WORDS_PER_PAGE: usize = 512;
+
+/// Touches (writes, without changing) one word of every 4 KiB page of this
+/// vCPU's share of the buffer, so that first-touch page faults (host
+/// allocation, shadow or nested page tables) are paid before phase 0
+/// instead of inside the first phases' measurements.
+fn warm_up(vcpu: Vcpu, region: &Region<'_>) {
+    let (start, end) = vcpu.share(region.buffer.len());
+    for word in region.buffer[start..end].iter().step_by(WORDS_PER_PAGE) {
+        word.fetch_add(0, core::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn drive<P: Platform, W: Workload>(
+    platform: &P,
+    vcpu: Vcpu,
+    spec: &Spec,
+    region: &Region<'_>,
+    workload: &mut W,
+) -> Result<(), RunError> {
+    warm_up(vcpu, region);
+    for phase in 0..spec.phases {
+        workload.begin_phase(phase);
+        // Built before the barrier so no vCPU runs while vCPU 0 computes it.
+        let truth = (vcpu.index == 0).then(|| workload.ground_truth(&region.ground_truth));
+        platform.barrier();
+        let p = u64::from(phase);
+        send(platform, Op::Phase, [p, 0, 0, 0])?;
+        if let Some(count) = truth {
+            send(
+                platform,
+                Op::GroundTruth,
+                [region.ground_truth.gpa(), count, p, 0],
+            )?;
+        }
+        let mut meter = PhaseMeter::start(platform, phase, spec.phase_ms);
+        workload.run_phase(&mut meter)?;
+        if phase + 1 == spec.phases {
+            workload.finish(&mut meter)?;
+        }
+        let (ops, bytes, nanos) = meter.finish();
+        send(platform, Op::Report, [p, ops, bytes, nanos])?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warm_up_keeps_data() {
+        let words: Vec<AtomicU64> = (0..4096u64).map(AtomicU64::new).collect();
+        let area: [AtomicU64; 0] = [];
+        let region = Region {
+            buffer: &words,
+            buffer_gpa: 0,
+            ground_truth: GroundTruthArea::new(&area, 0),
+        };
+        for index in 0..3 {
+            warm_up(
+                Vcpu {
+                    index,
+                    count: 3,
+                    seed: 0,
+                },
+                &region,
+            );
+        }
+        assert!(
+            words
+                .iter()
+                .enumerate()
+                .all(|(i, w)| w.load(core::sync::atomic::Ordering::Relaxed) == i as u64)
+        );
+    }
+
+    #[test]
+    fn shares_cover_everything_once() {
+        for (len, count) in [(10usize, 3u32), (2, 4), (1 << 20, 7), (0, 2)] {
+            let mut next = 0;
+            for index in 0..count {
+                let (s, e) = Vcpu {
+                    index,
+                    count,
+                    seed: 0,
+                }
+                .share(len);
+                assert_eq!(s, next);
+                assert!(e >= s);
+                next = e;
+            }
+            assert_eq!(next, len);
+        }
+    }
+}
