@@ -1,0 +1,29 @@
+//! The error every copy engine returns: the crate-wide `CopyError`.
+
+use thiserror::Error;
+
+use crate::range::RangeError;
+use crate::threaded::PoolError;
+
+/// Why a copy engine could not be built or a batch could not be copied.
+#[derive(Debug, Error)]
+pub enum CopyError {
+    /// The batch failed validation; nothing was copied.
+    #[error("invalid copy batch")]
+    Range(#[from] RangeError),
+    /// The worker pool could not be built.
+    #[error("start copy worker pool")]
+    Pool(#[from] PoolError),
+    /// A participant panicked while copying; the destination content of the
+    /// batch is unspecified, the pool stays usable.
+    #[error("copy worker {worker} panicked: {message}")]
+    WorkerPanicked {
+        /// Participant index: 0 is the calling thread, 1.. are pool threads.
+        worker: usize,
+        /// The panic payload, when it was a string.
+        message: String,
+    },
+    /// The requested engine does not exist on this host.
+    #[error("copy engine unavailable: {0}")]
+    Unavailable(String),
+}
