@@ -1,0 +1,3 @@
+//! Devices the VMM emulates for its guests.
+
+pub mod hypercall;

@@ -1,0 +1,16 @@
+//! tiervisor's VMM: KVM VMs whose guest RAM lives on tiered host memory.
+//!
+//! This crate owns the VM lifecycle: CPU state ([`arch`]), payload images
+//! and boot ([`payload`]), devices ([`devices`]), vCPU threads ([`vcpu`]),
+//! the VM ([`vm`]), the command line ([`cli`]) and what a run reports
+//! ([`guest_state`], [`report`], [`status`]).
+
+pub mod arch;
+pub mod cli;
+pub mod devices;
+pub mod guest_state;
+pub mod payload;
+pub mod report;
+pub mod status;
+pub mod vcpu;
+pub mod vm;

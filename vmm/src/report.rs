@@ -1,0 +1,144 @@
+//! The final report of a run: what ran, where its memory lived, per-phase
+//! throughput, and how it ended; printed for people and saved as JSON.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use guest_memory::TierUsage;
+
+use crate::guest_state::{GroundTruth, GuestState, PhaseReport};
+use crate::vm::VmEnd;
+
+/// Tier occupancy at the end of the run.
+#[derive(Clone, Debug, Serialize)]
+pub struct TierReport {
+    /// Tier name.
+    pub name: String,
+    /// Frames the tier can hold.
+    pub capacity_frames: u64,
+    /// Frames placed on it.
+    pub used_frames: u64,
+}
+
+impl From<&TierUsage> for TierReport {
+    fn from(u: &TierUsage) -> Self {
+        TierReport {
+            name: u.name.clone(),
+            capacity_frames: u.capacity_frames as u64,
+            used_frames: u.used_frames as u64,
+        }
+    }
+}
+
+/// Everything `--report-json` writes.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunReport {
+    /// The payload's argument string.
+    pub workload: String,
+    /// vCPUs.
+    pub vcpus: u32,
+    /// Guest RAM in bytes.
+    pub memory_bytes: u64,
+    /// Frame size in bytes.
+    pub frame_size: u64,
+    /// Tiers at the end.
+    pub tiers: Vec<TierReport>,
+    /// Per-vCPU, per-phase reports.
+    pub phases: Vec<PhaseReport>,
+    /// Seconds after start at which each phase began.
+    pub phase_starts: Vec<(u64, f64)>,
+    /// Ground-truth access distribution per phase (harness-only data).
+    pub ground_truth: Vec<GroundTruth>,
+    /// Guest log lines printed and suppressed.
+    pub log_lines: u64,
+    /// Guest log lines dropped after the limit.
+    pub log_suppressed: u64,
+    /// Wall-clock seconds the guest ran.
+    pub elapsed_s: f64,
+    /// How the VM ended.
+    pub end: VmEnd,
+}
+
+impl RunReport {
+    /// Collects the report of a finished run.
+    pub fn collect(
+        workload: &str,
+        vcpus: u32,
+        memory_bytes: u64,
+        frame_size: u64,
+        state: &GuestState,
+        tiers: &[TierUsage],
+        end: VmEnd,
+    ) -> Self {
+        use std::sync::atomic::Ordering::Relaxed;
+        RunReport {
+            workload: workload.into(),
+            vcpus,
+            memory_bytes,
+            frame_size,
+            tiers: tiers.iter().map(Into::into).collect(),
+            phases: state.reports(),
+            phase_starts: state.phase_starts().into_iter().collect(),
+            ground_truth: state.ground_truth(),
+            log_lines: state.log_printed.load(Relaxed),
+            log_suppressed: state.log_suppressed.load(Relaxed),
+            elapsed_s: state.started.elapsed().as_secs_f64(),
+            end,
+        }
+    }
+
+    /// The report as a table for people.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "workload: {} on {} vCPU(s), {} guest RAM, {} frames",
+            self.workload,
+            self.vcpus,
+            guest_memory::format_size(self.memory_bytes),
+            guest_memory::format_size(self.frame_size)
+        );
+        for t in &self.tiers {
+            let _ = writeln!(
+                out,
+                "tier {:<8} {:>7} / {:<7} frames used",
+                t.name, t.used_frames, t.capacity_frames
+            );
+        }
+        if !self.phases.is_empty() {
+            let _ = writeln!(
+                out,
+                "{:>5} {:>5} {:>14} {:>10} {:>12}",
+                "phase", "vcpu", "ops", "seconds", "Mops/s"
+            );
+            let mut phases = self.phases.clone();
+            phases.sort_by_key(|p| (p.phase, p.vcpu));
+            for p in &phases {
+                let _ = writeln!(
+                    out,
+                    "{:>5} {:>5} {:>14} {:>10.3} {:>12.2}",
+                    p.phase,
+                    p.vcpu,
+                    p.ops,
+                    p.nanos as f64 / 1e9,
+                    p.ops_per_sec() / 1e6
+                );
+            }
+        }
+        if self.log_suppressed > 0 {
+            let _ = writeln!(
+                out,
+                "guest log: {} lines suppressed after {}",
+                self.log_suppressed, self.log_lines
+            );
+        }
+        let _ = writeln!(
+            out,
+            "result: {} after {:.1} s",
+            self.end.describe(),
+            self.elapsed_s
+        );
+        out
+    }
+}

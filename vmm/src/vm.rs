@@ -1,0 +1,371 @@
+//! A payload VM: validates its configuration, builds tiered guest memory,
+//! the KVM VM and its vCPUs, loads the payload, and runs the vCPU threads
+//! until the guest exits, fails or times out.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use kvm_bindings::kvm_userspace_memory_region;
+use kvm_ioctls::{Kvm, VmFd};
+use thiserror::Error;
+use vmm_sys_util::signal::Killable;
+
+use guest_abi::GpaRange;
+use guest_memory::{MemoryConfig, TierUsage, TieredMemory};
+
+use crate::arch::regs::{self, EntryState, RegsError};
+use crate::devices::hypercall::{HypercallDevice, LogSink};
+use crate::guest_state::GuestState;
+use crate::payload::boot::{BootError, BootPlan};
+use crate::payload::elf::{self, ElfError};
+use crate::payload::embedded::WORKLOADS_ELF;
+use crate::vcpu::{self, Vcpu, VcpuEnd};
+
+/// Where the payload image comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PayloadSource {
+    /// The workloads built into `tiervisor`.
+    Embedded,
+    /// An ELF file.
+    File(PathBuf),
+}
+
+/// Everything needed to run a payload VM.
+#[derive(Clone, Debug)]
+pub struct VmConfig {
+    /// Number of vCPUs.
+    pub vcpus: u32,
+    /// Guest RAM and its tiers.
+    pub memory: MemoryConfig,
+    /// The payload.
+    pub payload: PayloadSource,
+    /// Argument string passed to the payload (for the embedded payload:
+    /// `NAME[:ARGS]`).
+    pub args: String,
+    /// Stop the guest after this long.
+    pub timeout: Option<Duration>,
+}
+
+/// Errors creating or running a VM.
+#[derive(Debug, Error)]
+pub enum VmError {
+    /// Zero vCPUs or more than KVM allows.
+    #[error("vCPU count {requested} not in 1..={max}")]
+    VcpuCount {
+        /// Requested count.
+        requested: u32,
+        /// KVM's limit.
+        max: u32,
+    },
+    /// The embedded workload argument string is invalid.
+    #[error("workload: {0}")]
+    Workload(String),
+    /// The payload file could not be read.
+    #[error("reading payload {path}")]
+    ReadPayload {
+        /// The file.
+        path: PathBuf,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The payload image is invalid.
+    #[error("payload: {0}")]
+    Elf(#[from] ElfError),
+    /// Boot state could not be planned or written.
+    #[error("boot: {0}")]
+    Boot(#[from] BootError),
+    /// Guest memory could not be created.
+    #[error("guest memory: {0}")]
+    Memory(#[from] guest_memory::Error),
+    /// A KVM ioctl failed.
+    #[error("KVM: {what}")]
+    Kvm {
+        /// The operation.
+        what: &'static str,
+        /// The error.
+        #[source]
+        source: kvm_ioctls::Error,
+    },
+    /// vCPU register setup failed.
+    #[error("vCPU setup: {0}")]
+    Regs(#[from] RegsError),
+    /// A thread could not be started or a signal installed.
+    #[error("starting vCPU threads")]
+    Thread(#[source] std::io::Error),
+}
+
+fn kvm_err(what: &'static str) -> impl FnOnce(kvm_ioctls::Error) -> VmError {
+    move |source| VmError::Kvm { what, source }
+}
+
+/// How the whole VM ended.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum VmEnd {
+    /// Every vCPU exited with code 0.
+    Success,
+    /// A vCPU exited with a non-zero code.
+    GuestExit {
+        /// The vCPU.
+        vcpu: u32,
+        /// Its exit code.
+        code: u64,
+    },
+    /// A vCPU failed.
+    Failed {
+        /// The vCPU.
+        vcpu: u32,
+        /// What happened.
+        reason: String,
+        /// Instruction pointer, if known.
+        rip: Option<u64>,
+    },
+    /// The timeout elapsed.
+    TimedOut {
+        /// Seconds allowed.
+        seconds: f64,
+    },
+}
+
+impl VmEnd {
+    /// One line for humans.
+    pub fn describe(&self) -> String {
+        match self {
+            VmEnd::Success => "guest exited successfully".into(),
+            VmEnd::GuestExit { vcpu, code } => {
+                format!("guest exited with code {code} on vCPU {vcpu}")
+            }
+            VmEnd::Failed { vcpu, reason, rip } => match rip {
+                Some(rip) => format!("vCPU {vcpu} failed at RIP {rip:#x}: {reason}"),
+                None => format!("vCPU {vcpu} failed: {reason}"),
+            },
+            VmEnd::TimedOut { seconds } => format!("guest timed out after {seconds} s"),
+        }
+    }
+}
+
+/// A created, not yet running VM.
+#[derive(Debug)]
+pub struct Vm {
+    // Field order is drop order: the VM (and its memslots) goes before the
+    // memory that backs them.
+    vcpus: Vec<Vcpu>,
+    _vm_fd: VmFd,
+    memory: Arc<TieredMemory>,
+    state: Arc<GuestState>,
+    stop: Arc<AtomicBool>,
+    timeout: Option<Duration>,
+}
+
+impl Vm {
+    /// Validates `config`, creates the VM and loads the payload. Nothing is
+    /// created before every check that does not need KVM has passed.
+    pub fn new(config: &VmConfig, log: LogSink) -> Result<Self, VmError> {
+        let kvm = Kvm::new().map_err(kvm_err("opening /dev/kvm"))?;
+        let max = u32::try_from(kvm.get_max_vcpus()).unwrap_or(u32::MAX);
+        if config.vcpus == 0 || config.vcpus > max {
+            return Err(VmError::VcpuCount {
+                requested: config.vcpus,
+                max,
+            });
+        }
+        let workload = match config.payload {
+            PayloadSource::Embedded => Some(
+                workloads::Spec::parse(&config.args)
+                    .map_err(|e| VmError::Workload(e.to_string()))?,
+            ),
+            PayloadSource::File(_) => None,
+        };
+        let file_bytes;
+        let image_bytes = match &config.payload {
+            PayloadSource::Embedded => WORKLOADS_ELF,
+            PayloadSource::File(path) => {
+                file_bytes = std::fs::read(path).map_err(|source| VmError::ReadPayload {
+                    path: path.clone(),
+                    source,
+                })?;
+                &file_bytes[..]
+            }
+        };
+        let ram: Vec<GpaRange> = guest_memory::ram_regions(config.memory.size)
+            .iter()
+            .map(|r| GpaRange {
+                start: r.gpa,
+                len: r.len,
+            })
+            .collect();
+        let image = elf::parse(image_bytes, &ram)?;
+        let mut plan = BootPlan::new(&image, &ram, config.vcpus, &config.args, 0)?;
+        if let Some(spec) = &workload {
+            spec.buffer_bytes(plan.first_free_bytes())
+                .map_err(|e| VmError::Workload(e.to_string()))?;
+        }
+
+        let memory = Arc::new(TieredMemory::new(&config.memory)?);
+        let vm_fd = kvm.create_vm().map_err(kvm_err("creating the VM"))?;
+        for (slot, region) in memory.regions().iter().enumerate() {
+            let slot_region = kvm_userspace_memory_region {
+                slot: slot as u32,
+                flags: 0,
+                guest_phys_addr: region.gpa,
+                memory_size: region.len,
+                userspace_addr: region.host_addr,
+            };
+            // SAFETY: the host range is mapped by `memory`, which the Vm
+            // keeps alive until after the VM fd (and so the memslot) is gone.
+            unsafe { vm_fd.set_user_memory_region(slot_region) }
+                .map_err(kvm_err("registering a memory slot"))?;
+        }
+
+        let cpuid = regs::guest_cpuid(&kvm)?;
+        let mut fds = Vec::new();
+        for index in 0..config.vcpus {
+            fds.push(
+                vm_fd
+                    .create_vcpu(u64::from(index))
+                    .map_err(kvm_err("creating a vCPU"))?,
+            );
+        }
+        plan.info.tsc_khz = fds[0].get_tsc_khz().map_or(0, u64::from);
+        plan.write(memory.guest_memory(), &image, &config.args)?;
+
+        let state = Arc::new(GuestState::new(config.vcpus));
+        let stop = Arc::new(AtomicBool::new(false));
+        let device = HypercallDevice::new(memory.guest_memory().clone(), state.clone(), log);
+        let mut vcpus = Vec::new();
+        for (index, fd) in (0..config.vcpus).zip(fds) {
+            regs::setup_payload_vcpu(
+                &fd,
+                &cpuid,
+                &EntryState {
+                    rip: image.entry,
+                    stack_top: plan.stack_tops[index as usize],
+                    vcpu_index: u64::from(index),
+                    vcpu_count: u64::from(config.vcpus),
+                    boot_info: crate::arch::layout::BOOT_INFO_GPA,
+                },
+            )?;
+            vcpus.push(Vcpu::new(index, fd, device.clone(), stop.clone()));
+        }
+        Ok(Vm {
+            vcpus,
+            _vm_fd: vm_fd,
+            memory,
+            state,
+            stop,
+            timeout: config.timeout,
+        })
+    }
+
+    /// The guest's shared state (reports, progress).
+    pub fn state(&self) -> &Arc<GuestState> {
+        &self.state
+    }
+
+    /// The VM's tiered memory.
+    pub fn memory(&self) -> &Arc<TieredMemory> {
+        &self.memory
+    }
+
+    /// Runs the guest to its end. `tick` is called about every `tick_every`
+    /// from the calling thread while the guest runs.
+    pub fn run(
+        &mut self,
+        tick_every: Duration,
+        tick: &mut dyn FnMut(&GuestState, &[TierUsage]),
+    ) -> Result<VmEnd, VmError> {
+        vcpu::install_kick_handler().map_err(VmError::Thread)?;
+        let (tx, rx) = mpsc::channel::<(u32, VcpuEnd)>();
+        let mut handles: Vec<JoinHandle<()>> = Vec::new();
+        for vcpu in std::mem::take(&mut self.vcpus) {
+            let tx = tx.clone();
+            let index = vcpu.index;
+            let handle = std::thread::Builder::new()
+                .name(format!("vcpu{index}"))
+                .spawn(move || {
+                    let end = vcpu.run();
+                    // The receiver outlives every vCPU thread (joined below).
+                    let _ = tx.send((index, end));
+                })
+                .map_err(VmError::Thread);
+            match handle {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    self.stop_all(&handles, &rx, handles.len());
+                    return Err(e);
+                }
+            }
+        }
+        drop(tx);
+
+        let started = Instant::now();
+        let total = handles.len();
+        let mut finished = 0;
+        let mut end = None;
+        while finished < total {
+            match rx.recv_timeout(tick_every) {
+                Ok((index, vcpu_end)) => {
+                    finished += 1;
+                    let failure = match vcpu_end {
+                        VcpuEnd::Exited { code: 0 } | VcpuEnd::Stopped => None,
+                        VcpuEnd::Exited { code } => Some(VmEnd::GuestExit { vcpu: index, code }),
+                        VcpuEnd::Failed { reason, rip } => Some(VmEnd::Failed {
+                            vcpu: index,
+                            reason,
+                            rip,
+                        }),
+                    };
+                    if let Some(f) = failure {
+                        end.get_or_insert(f);
+                        break;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+            if let Some(limit) = self.timeout.filter(|&t| started.elapsed() >= t) {
+                end = Some(VmEnd::TimedOut {
+                    seconds: limit.as_secs_f64(),
+                });
+                break;
+            }
+            tick(&self.state, &self.memory.tier_usage());
+        }
+        self.stop_all(&handles, &rx, total - finished);
+        for h in handles {
+            // A vCPU thread that panicked has already reported nothing; its
+            // VM ends as stopped, the VMM carries on.
+            let _ = h.join();
+        }
+        tick(&self.state, &self.memory.tier_usage());
+        Ok(end.unwrap_or(VmEnd::Success))
+    }
+
+    /// Raises the stop flag and kicks vCPU threads until `pending` of them
+    /// have reported.
+    fn stop_all(
+        &self,
+        handles: &[JoinHandle<()>],
+        rx: &mpsc::Receiver<(u32, VcpuEnd)>,
+        mut pending: usize,
+    ) {
+        self.stop.store(true, Ordering::Release);
+        while pending > 0 {
+            for h in handles.iter().filter(|h| !h.is_finished()) {
+                // A thread that ends between the check and the kick makes
+                // the kill fail harmlessly.
+                let _ = h.kill(vcpu::kick_signal());
+            }
+            match rx.recv_timeout(Duration::from_millis(10)) {
+                Ok(_) => pending -= 1,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    }
+}

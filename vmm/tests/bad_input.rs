@@ -1,0 +1,202 @@
+//! Bad input end to end: every case gets a clear error and a non-zero exit,
+//! never a panic (exit 101) or a hang; hostile guests end only their own VM.
+
+mod common;
+
+use common::*;
+use guest_abi::{Op, Request};
+
+/// Small guest so each case starts fast.
+const SMALL: &[&str] = &["--memory", "64M", "--vcpus", "1"];
+
+fn run_payload(name: &str, elf: &[u8], extra: &[&str]) -> std::process::Output {
+    let dir = scratch(name);
+    let path = write_file(&dir, "payload.elf", elf);
+    let mut args = vec!["--payload", path.as_str()];
+    args.extend_from_slice(SMALL);
+    args.extend_from_slice(extra);
+    if !extra.contains(&"--timeout") {
+        args.extend_from_slice(&["--timeout", "20"]);
+    }
+    tiervisor_run(&args)
+}
+
+fn assert_setup_error(out: &std::process::Output, needle: &str) {
+    assert_code(out, 2);
+    let t = text(out);
+    assert!(t.contains(needle), "expected {needle:?} in:\n{t}");
+    assert!(!t.contains("panicked"), "{t}");
+}
+
+fn assert_guest_failed(out: &std::process::Output, needle: &str) {
+    assert_code(out, 3);
+    let t = text(out);
+    assert!(t.contains(needle), "expected {needle:?} in:\n{t}");
+    assert!(t.contains("vCPU 0"), "error names the vCPU:\n{t}");
+    assert!(!t.contains("panicked"), "{t}");
+}
+
+#[test]
+fn not_an_elf() {
+    let out = run_payload("notelf", b"#!/bin/sh\necho hi\n", &[]);
+    assert_setup_error(&out, "not an ELF file");
+}
+
+#[test]
+fn missing_payload_file() {
+    let out = tiervisor_run(&["--payload", "/nonexistent/payload.elf"]);
+    assert_setup_error(&out, "reading payload /nonexistent/payload.elf");
+}
+
+#[test]
+fn wrong_machine() {
+    let out = run_payload("arm", &elf(LOAD, LOAD, &[0; 16], 183), &[]);
+    assert_setup_error(&out, "not x86-64");
+}
+
+#[test]
+fn segment_outside_ram() {
+    let out = run_payload("outside", &elf(1 << 30, 1 << 30, &[0x90; 16], 62), &[]);
+    assert_setup_error(&out, "outside guest RAM");
+}
+
+#[test]
+fn segment_over_page_tables() {
+    let out = run_payload("pagetables", &elf(0x1_0000, 0x1_0000, &[0x90; 16], 62), &[]);
+    assert_setup_error(&out, "page tables");
+}
+
+#[test]
+fn memory_not_a_multiple_of_frame_size() {
+    let out = tiervisor_run(&[
+        "--memory",
+        "65M",
+        "--tier",
+        "name=a,backend=memfd,size=128M",
+    ]);
+    assert_setup_error(&out, "multiple of the frame size");
+}
+
+#[test]
+fn tiers_too_small() {
+    let out = tiervisor_run(&[
+        "--memory",
+        "256M",
+        "--tier",
+        "name=dram,backend=memfd,size=64M",
+        "--tier",
+        "name=slow,backend=memfd,size=64M",
+    ]);
+    assert_setup_error(&out, "too small");
+}
+
+#[test]
+fn unknown_workload() {
+    let out = tiervisor_run(&["--workload", "bogus", "--memory", "64M"]);
+    assert_setup_error(&out, "bogus");
+}
+
+#[test]
+fn bad_workload_arguments() {
+    let out = tiervisor_run(&["--workload", "hotset:hot-frac=7", "--memory", "64M"]);
+    assert_setup_error(&out, "hot-frac");
+    let out = tiervisor_run(&["--workload", "memcheck:size=1G", "--memory", "64M"]);
+    assert_code(&out, 2);
+}
+
+#[test]
+fn malformed_tier() {
+    for spec in [
+        "backend=memfd,size=1G",
+        "name=a,backend=floppy,size=1G",
+        "name=a,backend=memfd,size=lots",
+        "name=a,backend=file",
+    ] {
+        let out = tiervisor_run(&["--tier", spec]);
+        assert_code(&out, 2);
+        assert!(text(&out).contains("--tier"), "{}", text(&out));
+    }
+}
+
+#[test]
+fn zero_vcpus() {
+    let out = tiervisor_run(&["--vcpus", "0", "--memory", "64M"]);
+    assert_setup_error(&out, "vCPU count 0");
+}
+
+#[test]
+fn hypercall_address_outside_ram() {
+    let elf = hypercall_payload_at(0xf000_0000, Request::new(Op::Exit, [0; 4]), false, &[]);
+    let out = run_payload("gpa", &elf, &[]);
+    assert_guest_failed(&out, "outside guest RAM");
+}
+
+#[test]
+fn hypercall_huge_length() {
+    let elf = hypercall_payload(Request::new(Op::Log, [REQUEST, 1 << 63, 0, 0]), false, &[]);
+    let out = run_payload("len", &elf, &[]);
+    assert_guest_failed(&out, "length 9223372036854775808 exceeds");
+}
+
+#[test]
+fn hypercall_unknown_op() {
+    let mut req = Request::new(Op::Log, [0; 4]);
+    req.op = 0xdead;
+    let out = run_payload("op", &hypercall_payload(req, false, &[]), &[]);
+    assert_guest_failed(&out, "unknown hypercall op 57005");
+}
+
+#[test]
+fn hypercall_log_flood() {
+    let msg = b"flood";
+    let req = Request::new(
+        Op::Log,
+        [REQUEST + Request::SIZE as u64, msg.len() as u64, 0, 0],
+    );
+    let out = run_payload(
+        "flood",
+        &hypercall_payload(req, true, msg),
+        &["--timeout", "120"],
+    );
+    assert_guest_failed(&out, "too many log calls (flood)");
+    let t = text(&out);
+    assert_eq!(
+        t.matches("[guest vcpu0] flood").count(),
+        1000,
+        "log lines are capped"
+    );
+}
+
+#[test]
+fn guest_crash_names_vcpu_and_rip() {
+    // `ud2` at the entry point: #UD with no IDT is a triple fault.
+    let out = run_payload("ud2", &elf(LOAD, LOAD, &[0x0f, 0x0b], 62), &[]);
+    assert_guest_failed(&out, "triple fault");
+    assert!(text(&out).contains("RIP 0x400000"), "{}", text(&out));
+}
+
+#[test]
+fn guest_that_spins_is_stopped_by_timeout() {
+    let out = run_payload(
+        "spin",
+        &elf(LOAD, LOAD, &[0xeb, 0xfe], 62),
+        &["--timeout", "1"],
+    );
+    assert_code(&out, 4);
+    assert!(text(&out).contains("timed out"));
+}
+
+#[test]
+fn guest_exit_code_is_reported() {
+    let out = run_payload(
+        "exit7",
+        &hypercall_payload(Request::new(Op::Exit, [7, 0, 0, 0]), false, &[]),
+        &[],
+    );
+    assert_code(&out, 1);
+    assert!(
+        text(&out).contains("exited with code 7 on vCPU 0"),
+        "{}",
+        text(&out)
+    );
+}

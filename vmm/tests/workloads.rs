@@ -1,0 +1,202 @@
+//! Every embedded workload boots on 1 and 2 vCPUs and reports sensibly;
+//! `memcheck` writes a pattern over all free guest RAM and reads it back.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+fn run_json(name: &str, args: &[&str]) -> Value {
+    let dir = scratch(name);
+    let json = dir.join("report.json");
+    let json_s = json.to_string_lossy().into_owned();
+    let mut full = args.to_vec();
+    full.extend_from_slice(&["--report-json", &json_s, "--timeout", "120"]);
+    let out = tiervisor_run(&full);
+    assert_code(&out, 0);
+    let t = text(&out);
+    assert!(t.contains("result: guest exited successfully"), "{t}");
+    serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap()
+}
+
+fn check_report(report: &Value, vcpus: u64, phases: u64) {
+    assert_eq!(report["end"]["kind"], "success");
+    assert_eq!(report["vcpus"], vcpus);
+    let reports = report["phases"].as_array().unwrap();
+    assert_eq!(
+        reports.len() as u64,
+        vcpus * phases,
+        "one report per vCPU per phase"
+    );
+    for vcpu in 0..vcpus {
+        for phase in 0..phases {
+            let r = reports
+                .iter()
+                .find(|r| r["vcpu"] == vcpu && r["phase"] == phase)
+                .unwrap_or_else(|| panic!("no report for vcpu {vcpu} phase {phase}"));
+            assert!(r["ops"].as_u64().unwrap() > 0, "{r}");
+            assert!(r["bytes"].as_u64().unwrap() > 0, "{r}");
+            assert!(r["nanos"].as_u64().unwrap() > 0, "{r}");
+        }
+    }
+    let truth = report["ground_truth"].as_array().unwrap();
+    assert_eq!(truth.len() as u64, phases, "ground truth for every phase");
+    let mem = report["memory_bytes"].as_u64().unwrap();
+    for gt in truth {
+        let ranges = gt["ranges"].as_array().unwrap();
+        assert!(!ranges.is_empty());
+        let total: f64 = ranges.iter().map(|r| r["weight"].as_f64().unwrap()).sum();
+        assert!(total > 0.0);
+        for r in ranges {
+            let end = r["gpa"].as_u64().unwrap() + r["len"].as_u64().unwrap();
+            assert!(end <= mem, "{r}");
+        }
+    }
+    let frames: u64 = report["tiers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["used_frames"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        frames * report["frame_size"].as_u64().unwrap(),
+        mem,
+        "every frame placed"
+    );
+}
+
+fn workload(name: &str, spec: &str, phases: u64) {
+    for vcpus in [1u64, 2] {
+        let v = vcpus.to_string();
+        let report = run_json(
+            &format!("{name}-{vcpus}"),
+            &["--workload", spec, "--vcpus", &v, "--memory", "128M"],
+        );
+        check_report(&report, vcpus, phases);
+    }
+}
+
+#[test]
+fn hotset_boots_on_one_and_two_vcpus() {
+    workload("hotset", "hotset:phases=2,seconds=0.3", 2);
+}
+
+#[test]
+fn zipf_boots_on_one_and_two_vcpus() {
+    workload("zipf", "zipf:phases=2,seconds=0.3,theta=0.9", 2);
+}
+
+#[test]
+fn pmbench_boots_on_one_and_two_vcpus() {
+    workload("pmbench", "pmbench:phases=2,seconds=0.3", 2);
+}
+
+#[test]
+fn stream_boots_on_one_and_two_vcpus() {
+    workload("stream", "stream:phases=2,seconds=0.3,op=copy", 2);
+}
+
+#[test]
+fn memcheck_boots_on_one_and_two_vcpus() {
+    workload("memcheck", "memcheck:rounds=2", 1);
+}
+
+#[test]
+fn hotset_hot_set_moves_between_phases() {
+    let report = run_json(
+        "hotset-moves",
+        &[
+            "--workload",
+            "hotset:phases=3,seconds=0.2",
+            "--vcpus",
+            "1",
+            "--memory",
+            "128M",
+        ],
+    );
+    let truth = report["ground_truth"].as_array().unwrap();
+    let hot_starts: Vec<u64> = truth
+        .iter()
+        .map(|gt| {
+            let ranges = gt["ranges"].as_array().unwrap();
+            let hot = ranges.iter().max_by(|a, b| {
+                let density =
+                    |r: &Value| r["weight"].as_f64().unwrap() / r["len"].as_f64().unwrap();
+                density(a).total_cmp(&density(b))
+            });
+            hot.unwrap()["gpa"].as_u64().unwrap()
+        })
+        .collect();
+    assert_eq!(hot_starts.len(), 3);
+    assert_ne!(hot_starts[0], hot_starts[1]);
+    assert_ne!(hot_starts[1], hot_starts[2]);
+}
+
+/// The guest fills all of its free RAM with a pattern derived from address
+/// and round, then reads every word back; frames live on both tiers under
+/// every placement policy and frame size.
+#[test]
+fn memcheck_verifies_all_free_ram_on_every_placement() {
+    for (placement, frame) in [
+        ("fast-first", "2M"),
+        ("slow-first", "2M"),
+        ("interleave", "2M"),
+        ("interleave", "4K"),
+    ] {
+        let report = run_json(
+            &format!("memcheck-{placement}-{frame}"),
+            &[
+                "--workload",
+                "memcheck:rounds=3",
+                "--vcpus",
+                "2",
+                "--memory",
+                "256M",
+                "--placement",
+                placement,
+                "--frame-size",
+                frame,
+            ],
+        );
+        check_report(&report, 2, 1);
+        // The buffer covered everything above the boot area.
+        let bytes: u64 = report["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["bytes"].as_u64().unwrap())
+            .sum();
+        assert!(
+            bytes >= 3 * (256 - 8) * (1 << 20),
+            "3 rounds over ~all RAM, got {bytes}"
+        );
+        let tiers = report["tiers"].as_array().unwrap();
+        assert!(
+            tiers.iter().all(|t| t["used_frames"].as_u64().unwrap() > 0),
+            "both tiers back guest RAM"
+        );
+    }
+}
+
+#[test]
+fn embedded_demo_runs_with_defaults() {
+    // The README's demo, shortened: same VM shape, shorter phases.
+    let report = run_json("demo", &["--workload", "hotset:seconds=0.3"]);
+    check_report(&report, 2, 3);
+    assert_eq!(report["memory_bytes"], 1u64 << 30);
+    let tiers: Vec<(String, u64)> = report["tiers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_string(),
+                t["used_frames"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        tiers,
+        [("dram".to_string(), 128), ("slow".to_string(), 384)]
+    );
+}
