@@ -121,6 +121,7 @@ impl RunArgs {
                 frame_size: self.frame_size,
                 tiers,
                 placement: self.placement,
+                ..MemoryConfig::default()
             },
             payload,
             args,

@@ -8,6 +8,7 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -112,6 +113,9 @@ pub enum BackendError {
         /// Slots in the tier.
         count: usize,
     },
+    /// A slot of a shared backing (it is a guest frame's memory).
+    #[error("slot {0} is a guest frame of the shared backing and cannot be discarded")]
+    SharedSlot(usize),
     /// Punching a hole for a released slot failed.
     #[error("cannot discard slot {slot}")]
     Discard {
@@ -131,16 +135,34 @@ pub(crate) struct FileId {
     pub inode: u64,
 }
 
+impl FileId {
+    /// The identity of `file`.
+    pub(crate) fn of(file: &File) -> Result<Self, BackendError> {
+        let meta = file.metadata().map_err(BackendError::Stat)?;
+        Ok(Self {
+            dev_major: libc::major(meta.dev()),
+            dev_minor: libc::minor(meta.dev()),
+            inode: meta.ino(),
+        })
+    }
+}
+
 /// One tier's backing object, its slots and its view mapping.
+///
+/// With a shared backing (`Backing::SharedNuma`) every tier is the same
+/// memfd and view, with one slot per guest frame; `capacity` is the tier's
+/// quota on its NUMA node, not the size of the backing.
 #[derive(Debug)]
 pub struct TierBackend {
     name: String,
     kind: BackendKind,
     capacity: u64,
     slot_size: u64,
-    view: HostMapping,
-    file: File,
+    slot_count: usize,
+    view: Arc<HostMapping>,
+    file: Arc<File>,
     id: FileId,
+    shared: bool,
 }
 
 impl TierBackend {
@@ -197,21 +219,42 @@ impl TierBackend {
                     source,
                 })?;
         }
-        let meta = file.metadata().map_err(BackendError::Stat)?;
-        let id = FileId {
-            dev_major: libc::major(meta.dev()),
-            dev_minor: libc::minor(meta.dev()),
-            inode: meta.ino(),
-        };
+        let id = FileId::of(&file)?;
         Ok(Self {
             name: plan.name.clone(),
             kind: plan.kind.clone(),
             capacity: plan.capacity,
             slot_size,
+            slot_count: (plan.capacity / slot_size) as usize,
+            view: Arc::new(view),
+            file: Arc::new(file),
+            id,
+            shared: false,
+        })
+    }
+
+    /// A tier of a shared backing: `file` (the one memfd of guest RAM, with
+    /// `slot_count` frame-sized slots) and its `view`, shared by all tiers.
+    /// No NUMA policy is set here: it is kept per frame range.
+    pub(crate) fn on_shared(
+        plan: &PlannedTier,
+        slot_size: u64,
+        slot_count: usize,
+        file: Arc<File>,
+        view: Arc<HostMapping>,
+        id: FileId,
+    ) -> Self {
+        Self {
+            name: plan.name.clone(),
+            kind: plan.kind.clone(),
+            capacity: plan.capacity,
+            slot_size,
+            slot_count,
             view,
             file,
             id,
-        })
+            shared: true,
+        }
     }
 
     /// Tier name.
@@ -234,9 +277,28 @@ impl TierBackend {
         self.slot_size
     }
 
-    /// Number of slots.
+    /// Number of slots (with a shared backing: one per guest frame, more
+    /// than [`TierBackend::capacity_frames`]).
     pub fn slot_count(&self) -> usize {
+        self.slot_count
+    }
+
+    /// Frames the tier may hold (`capacity / slot_size`).
+    pub fn capacity_frames(&self) -> usize {
         (self.capacity / self.slot_size) as usize
+    }
+
+    /// Whether the tier is part of a shared backing (`Backing::SharedNuma`).
+    pub fn is_shared(&self) -> bool {
+        self.shared
+    }
+
+    /// The host NUMA node the tier's memory is bound to, if any.
+    pub fn numa_node(&self) -> Option<u32> {
+        match self.kind {
+            BackendKind::Memfd { numa_node, .. } => numa_node,
+            _ => None,
+        }
     }
 
     /// The backing file descriptor (map it at [`TierBackend::slot_offset`]).
@@ -260,12 +322,38 @@ impl TierBackend {
         Ok(self.view_base() + self.slot_offset(slot)?)
     }
 
+    /// Whether any byte of `slot` is backed by memory (`lseek(SEEK_DATA)`):
+    /// false for a slot never written or punched out. Device-DAX and files
+    /// without hole support always report true.
+    pub fn slot_has_data(&self, slot: usize) -> Result<bool, BackendError> {
+        let offset = self.slot_offset(slot)?;
+        let err = |source| BackendError::Discard { slot, source };
+        let offset = libc::off_t::try_from(offset)
+            .map_err(|_| err(io::Error::from_raw_os_error(libc::EINVAL)))?;
+        // SAFETY: lseek on our own fd only moves its file position.
+        let data = unsafe { libc::lseek(self.file.as_raw_fd(), offset, libc::SEEK_DATA) };
+        if data < 0 {
+            let e = io::Error::last_os_error();
+            // ENXIO: no data at or after `offset`.
+            return if e.raw_os_error() == Some(libc::ENXIO) {
+                Ok(false)
+            } else {
+                Err(err(e))
+            };
+        }
+        Ok((data as u64) < offset as u64 + self.slot_size)
+    }
+
     /// Gives the memory of a released slot back to the host
     /// (`fallocate(PUNCH_HOLE)`); the slot reads as zeros afterwards.
     /// Returns `false` where the backing cannot do this (device-DAX, or a
     /// filesystem without hole punching): the old contents then stay.
+    /// Refused for a shared backing, whose slots are the guest frames.
     pub fn discard_slot(&self, slot: usize) -> Result<bool, BackendError> {
         let offset = self.slot_offset(slot)?;
+        if self.shared {
+            return Err(BackendError::SharedSlot(slot));
+        }
         if matches!(self.kind, BackendKind::DevDax { .. }) {
             return Ok(false);
         }

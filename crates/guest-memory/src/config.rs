@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::backend::BackendKind;
+use crate::backing::{self, Backing};
 use crate::host::{self, HUGEPAGE_SIZE, HostError};
 use crate::layout::{RamRegion, ram_regions};
 use crate::policy::Placement;
@@ -35,17 +36,30 @@ pub struct MemoryConfig {
     pub tiers: Vec<TierSpec>,
     /// Initial placement of frames on tiers.
     pub placement: Placement,
+    /// Backing mode: per-tier objects (default) or one memfd over NUMA nodes.
+    #[serde(default)]
+    pub backing: Backing,
 }
 
 impl MemoryConfig {
-    /// A configuration with the default frame size and placement.
+    /// A configuration with the default frame size, placement and backing.
     pub fn new(size: u64, tiers: Vec<TierSpec>) -> Self {
         Self {
             size,
             frame_size: DEFAULT_FRAME_SIZE,
             tiers,
             placement: Placement::default(),
+            backing: Backing::default(),
         }
+    }
+}
+
+/// An empty configuration (no RAM, no tiers; invalid as it is), with the
+/// default frame size, placement and backing: a base for
+/// `MemoryConfig { size, tiers, ..Default::default() }`.
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        Self::new(0, Vec::new())
     }
 }
 
@@ -226,6 +240,28 @@ pub enum ConfigError {
         /// Device size.
         device_size: u64,
     },
+    /// Shared-numa backing with a tier that is not a memfd.
+    #[error("backing shared-numa needs backend=memfd on every tier: tier '{0}' is backend=file")]
+    SharedNumaNeedsMemfd(String),
+    /// Shared-numa backing with a tier that names no NUMA node.
+    #[error("backing shared-numa needs numa-node on every tier: tier '{0}' has none")]
+    SharedNumaNeedsNode(String),
+    /// Shared-numa backing with a hugetlb tier.
+    #[error("backing shared-numa does not support hugetlb: tier '{0}' has hugetlb=on")]
+    SharedNumaHugetlb(String),
+    /// Shared-numa backing with two tiers on one node.
+    #[error(
+        "backing shared-numa needs a distinct numa-node per tier: \
+         tiers '{first}' and '{second}' are both on node {node}"
+    )]
+    SharedNumaSameNode {
+        /// The first tier on the node.
+        first: String,
+        /// The second tier on the node.
+        second: String,
+        /// The node.
+        node: u32,
+    },
     /// The tiers together hold less than the guest RAM.
     #[error("tiers too small: guest RAM is {} but tiers hold {}", format_size(*.memory), format_size(*.capacity))]
     TiersTooSmall {
@@ -277,6 +313,7 @@ pub(crate) fn validate(cfg: &MemoryConfig) -> Result<Plan, ConfigError> {
             return Err(ConfigError::DuplicateTierName(spec.name.clone()));
         }
     }
+    backing::check(cfg.backing, &cfg.tiers)?;
     let tiers = cfg
         .tiers
         .iter()

@@ -10,6 +10,7 @@ use vm_memory::mmap::MmapRegionError;
 use crate::backend::BackendError;
 use crate::config::ConfigError;
 use crate::ledger::LedgerError;
+use crate::shared_numa::NumaError;
 use crate::size::format_size;
 use crate::verify::VerifyError;
 
@@ -28,6 +29,12 @@ pub enum Error {
         #[source]
         source: BackendError,
     },
+    /// The one memfd of a shared-numa backing could not be created.
+    #[error("cannot create the shared-numa backing of guest ram")]
+    SharedBacking(#[source] BackendError),
+    /// A NUMA policy could not be set, or pages could not be located.
+    #[error(transparent)]
+    Numa(#[from] NumaError),
     /// Host address space for a RAM region could not be reserved.
     #[error("cannot reserve {} of address space for guest RAM at {gpa:#x}", format_size(*.len))]
     Reserve {

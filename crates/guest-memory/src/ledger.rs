@@ -2,6 +2,11 @@
 //! allocator, changed only together so they never disagree. A slot is
 //! free, reserved (allocated, no frame — a migration destination or a source
 //! waiting to be released) or owned (allocated and in the placement map).
+//!
+//! With a shared backing (`Backing::SharedNuma`) every tier has one slot
+//! per frame and a frame's slot is its own index on every tier: frames
+//! change tier (NUMA node), never slot. Such a ledger is "fixed": a tier's
+//! capacity is a quota below its slot count, and reservations name the frame.
 
 use thiserror::Error;
 
@@ -48,6 +53,12 @@ pub enum LedgerError {
     /// The allocator refused the change.
     #[error("slot allocator refused the change")]
     Slot(#[source] SlotError),
+    /// A slot operation that a fixed (shared-backing) ledger cannot do.
+    #[error("slots are fixed to frames with a shared backing: frames change tier, not slot")]
+    FixedSlots,
+    /// The frame already has a destination reserved (a migration is moving it).
+    #[error("frame {0} is already being moved")]
+    InFlight(usize),
 }
 
 /// Placement map plus slot allocators.
@@ -55,6 +66,8 @@ pub enum LedgerError {
 pub(crate) struct Ledger {
     map: PlacementMap,
     slots: Vec<SlotAllocator>,
+    /// Fixed ledgers only: frames each tier may hold, reservations included.
+    quotas: Option<Vec<usize>>,
 }
 
 impl Ledger {
@@ -74,11 +87,99 @@ impl Ledger {
             locations.push(Location { tier, slot });
         }
         let map = PlacementMap::new(slot_counts, locations).map_err(LedgerError::Placement)?;
-        Ok(Self { map, slots })
+        Ok(Self {
+            map,
+            slots,
+            quotas: None,
+        })
+    }
+
+    /// A fixed ledger: each tier has one slot per frame, frame `f` lives in
+    /// slot `f` of tier `tier_of_frame[f]`, and tier `t` holds at most
+    /// `quotas[t]` frames.
+    pub(crate) fn fixed(quotas: &[usize], tier_of_frame: &[usize]) -> Result<Self, LedgerError> {
+        let frames = tier_of_frame.len();
+        let mut slots: Vec<SlotAllocator> =
+            quotas.iter().map(|_| SlotAllocator::new(frames)).collect();
+        let mut locations = Vec::with_capacity(frames);
+        for (frame, &tier) in tier_of_frame.iter().enumerate() {
+            let allocator = slots.get_mut(tier).ok_or(LedgerError::NoSuchTier(tier))?;
+            if allocator.allocated() >= quotas[tier] {
+                return Err(LedgerError::TierFull {
+                    tier,
+                    available: 0,
+                    wanted: 1,
+                });
+            }
+            allocator.take(frame).map_err(LedgerError::Slot)?;
+            locations.push(Location { tier, slot: frame });
+        }
+        let slot_counts = vec![frames; quotas.len()];
+        let map = PlacementMap::new(&slot_counts, locations).map_err(LedgerError::Placement)?;
+        Ok(Self {
+            map,
+            slots,
+            quotas: Some(quotas.to_vec()),
+        })
+    }
+
+    /// Fixed ledgers: reserves slot `frame` of `tier` for moving `frame`
+    /// there, within the tier's quota unless `over_quota` (an exchange, whose
+    /// partner leaves the tier in the same batch). Returns the frame's
+    /// current location and the reserved one.
+    pub(crate) fn reserve_frame(
+        &mut self,
+        frame: usize,
+        tier: usize,
+        over_quota: bool,
+    ) -> Result<(Location, Location), LedgerError> {
+        let quota = match &self.quotas {
+            Some(quotas) => *quotas.get(tier).ok_or(LedgerError::NoSuchTier(tier))?,
+            None => return Err(LedgerError::FixedSlots),
+        };
+        let from = self.map.location(frame).ok_or(LedgerError::Placement(
+            PlacementError::FrameOutOfRange(frame),
+        ))?;
+        let to = Location { tier, slot: frame };
+        let in_flight =
+            (0..self.slots.len()).any(|t| t != from.tier && self.slots[t].is_allocated(frame));
+        if in_flight {
+            return Err(LedgerError::InFlight(frame));
+        }
+        let allocated = self.slots[tier].allocated();
+        if allocated >= quota && !over_quota {
+            return Err(LedgerError::TierFull {
+                tier,
+                available: 0,
+                wanted: 1,
+            });
+        }
+        self.slots[tier].take(frame).map_err(LedgerError::Slot)?;
+        Ok((from, to))
+    }
+
+    /// Frames `tier` may hold (its slot count unless the ledger is fixed).
+    pub(crate) fn quota(&self, tier: usize) -> usize {
+        match &self.quotas {
+            Some(quotas) => quotas.get(tier).copied().unwrap_or(0),
+            None => self.slots.get(tier).map_or(0, SlotAllocator::capacity),
+        }
+    }
+
+    /// Allocated slots of `tier` (frames living there plus reservations).
+    pub(crate) fn allocated(&self, tier: usize) -> usize {
+        self.slots.get(tier).map_or(0, SlotAllocator::allocated)
     }
 
     pub(crate) fn map(&self) -> &PlacementMap {
         &self.map
+    }
+
+    /// Whether `loc` is allocated (backing a frame or reserved).
+    pub(crate) fn is_allocated(&self, loc: Location) -> bool {
+        self.slots
+            .get(loc.tier)
+            .is_some_and(|s| s.is_allocated(loc.slot))
     }
 
     /// Allocated slots of `tier` that back no frame.
@@ -94,6 +195,9 @@ impl Ledger {
         tier: usize,
         count: usize,
     ) -> Result<Vec<Location>, LedgerError> {
+        if self.quotas.is_some() {
+            return Err(LedgerError::FixedSlots);
+        }
         let allocator = self
             .slots
             .get_mut(tier)
@@ -134,6 +238,9 @@ impl Ledger {
         to: Location,
     ) -> Result<(), LedgerError> {
         self.check_reserved(to)?;
+        if self.quotas.is_some() && to.slot != frame {
+            return Err(LedgerError::FixedSlots);
+        }
         self.map
             .relocate(frame, from, to)
             .map_err(LedgerError::Placement)
@@ -147,6 +254,9 @@ impl Ledger {
         b: usize,
         b_at: Location,
     ) -> Result<(), LedgerError> {
+        if self.quotas.is_some() {
+            return Err(LedgerError::FixedSlots);
+        }
         self.map
             .exchange(a, a_at, b, b_at)
             .map_err(LedgerError::Placement)
@@ -252,6 +362,60 @@ mod tests {
         ));
         assert_eq!(ledger.reserve(1, 1).unwrap().len(), 1);
         assert_eq!(ledger.reserve(7, 1), Err(LedgerError::NoSuchTier(7)));
+    }
+
+    #[test]
+    fn fixed_ledger_keeps_each_frame_in_its_own_slot() {
+        // 4 frames, quotas 2 and 3: frames 0,1 on tier 0, frames 2,3 on tier 1.
+        let mut ledger = Ledger::fixed(&[2, 3], &[0, 0, 1, 1]).unwrap();
+        assert_eq!(ledger.map().location(3), Some(loc(1, 3)));
+        assert_eq!((ledger.quota(0), ledger.quota(1)), (2, 3));
+        assert_eq!(ledger.map().slot_count(0), 4);
+        let (from, to) = ledger.reserve_frame(0, 1, false).unwrap();
+        assert_eq!((from, to), (loc(0, 0), loc(1, 0)));
+        assert_eq!(ledger.reserved(1), 1);
+        // A second reservation for the same frame elsewhere is refused.
+        assert_eq!(
+            ledger.reserve_frame(0, 1, false),
+            Err(LedgerError::InFlight(0))
+        );
+        ledger.commit_move(0, from, to).unwrap();
+        ledger.release(from).unwrap();
+        assert_eq!(ledger.map().location(0), Some(loc(1, 0)));
+        assert_eq!((ledger.allocated(0), ledger.allocated(1)), (1, 3));
+        // Tier 1 is at its quota: only an exchange may go over it.
+        assert!(matches!(
+            ledger.reserve_frame(1, 1, false),
+            Err(LedgerError::TierFull { tier: 1, .. })
+        ));
+        let (_, over) = ledger.reserve_frame(1, 1, true).unwrap();
+        ledger.release(over).unwrap();
+        // Generic reservations and slot swaps would break slot == frame.
+        assert_eq!(ledger.reserve(0, 1), Err(LedgerError::FixedSlots));
+        assert_eq!(
+            ledger.commit_exchange(0, loc(1, 0), 1, loc(0, 1)),
+            Err(LedgerError::FixedSlots)
+        );
+        assert_eq!(
+            ledger.reserve_frame(9, 0, false),
+            Err(LedgerError::Placement(PlacementError::FrameOutOfRange(9)))
+        );
+        assert_eq!(
+            ledger.reserve_frame(0, 5, false),
+            Err(LedgerError::NoSuchTier(5))
+        );
+    }
+
+    #[test]
+    fn fixed_ledger_refuses_an_initial_placement_over_quota() {
+        assert!(matches!(
+            Ledger::fixed(&[1, 3], &[0, 0, 1]),
+            Err(LedgerError::TierFull { tier: 0, .. })
+        ));
+        assert_eq!(
+            Ledger::new(&[2], &[0]).unwrap().reserve_frame(0, 0, false),
+            Err(LedgerError::FixedSlots)
+        );
     }
 
     #[test]

@@ -12,9 +12,13 @@
 //! * migration building blocks: [`TieredMemory::reserve_slot`],
 //!   [`TieredMemory::map_frames`], [`TieredMemory::commit_move`],
 //!   [`TierBackend::discard_slot`], [`TieredMemory::release_slot`];
-//! * [`TieredMemory::verify_backing`] — checks real mappings against the map.
+//! * [`TieredMemory::verify_backing`] — checks real mappings against the map;
+//! * [`Backing::SharedNuma`] — all tiers one memfd, tiers are NUMA nodes,
+//!   frames moved by [`migrate::KernelMigrator`] (`move_pages(2)`);
+//!   [`TieredMemory::frame_nodes`] says where a frame's pages are.
 
 mod backend;
+mod backing;
 mod config;
 mod error;
 mod file_backend;
@@ -25,18 +29,24 @@ pub mod layout;
 mod ledger;
 mod mapping;
 mod memfd;
+pub mod migrate;
+mod move_pages;
 mod numa;
+mod numa_check;
 mod placement;
 mod policy;
 mod proc_maps;
 mod runs;
+mod shared_numa;
 pub mod size;
 mod slots;
 pub mod tier;
 mod tiered;
+pub mod uffd;
 mod verify;
 
 pub use backend::{BackendError, BackendKind, TierBackend};
+pub use backing::{Backing, BackingParseError};
 pub use config::{ConfigError, DEFAULT_FRAME_SIZE, MAX_SIZE, MIN_FRAME_SIZE, MemoryConfig};
 pub use error::Error;
 pub use frame_table::{FrameTable, MappedRegion};
@@ -45,9 +55,12 @@ pub use host::{
 };
 pub use layout::{HIGH_RAM_START, MMIO_HOLE_START, RamRegion, ram_regions};
 pub use ledger::LedgerError;
+pub use migrate::{BatchReport, Migrator, Move};
+pub use numa_check::NodeCounts;
 pub use placement::{Location, PlacementError, PlacementMap, PlacementSnapshot};
 pub use policy::{Placement, PlacementParseError};
 pub use proc_maps::MapsError;
+pub use shared_numa::NumaError;
 pub use size::{GIB, KIB, MIB, SizeError, TIB, format_size, format_size_arg, parse_size};
 pub use slots::{SlotAllocator, SlotError};
 pub use tier::{BackendSpec, TierSpec, TierSpecError};

@@ -18,6 +18,9 @@ pub enum SlotError {
     /// The slot is already free.
     #[error("slot {0} is not allocated")]
     NotAllocated(usize),
+    /// The slot is already allocated.
+    #[error("slot {0} is already allocated")]
+    AlreadyAllocated(usize),
 }
 
 /// Free-list allocator over the slots `0..count` of one tier.
@@ -27,7 +30,13 @@ pub struct SlotAllocator {
     /// Stack of free slots; the lowest free slot is on top after creation so
     /// that fresh allocations come out in ascending order (long runs to map).
     free: Vec<usize>,
+    /// Index of each free slot in `free` (`NOT_FREE` for allocated slots),
+    /// so that [`SlotAllocator::take`] is O(1).
+    position: Vec<usize>,
 }
+
+/// `position` of an allocated slot.
+const NOT_FREE: usize = usize::MAX;
 
 impl SlotAllocator {
     /// An allocator with `count` free slots.
@@ -35,6 +44,7 @@ impl SlotAllocator {
         Self {
             allocated: vec![false; count],
             free: (0..count).rev().collect(),
+            position: (0..count).map(|slot| count - 1 - slot).collect(),
         }
     }
 
@@ -42,7 +52,30 @@ impl SlotAllocator {
     pub fn allocate(&mut self) -> Option<usize> {
         let slot = self.free.pop()?;
         self.allocated[slot] = true;
+        self.position[slot] = NOT_FREE;
         Some(slot)
+    }
+
+    /// Takes the free slot `slot`. The free list's order is not kept (only
+    /// shared backings, where slots are fixed per frame, take slots).
+    pub fn take(&mut self, slot: usize) -> Result<(), SlotError> {
+        let at = match self.position.get(slot) {
+            None => {
+                return Err(SlotError::OutOfRange {
+                    slot,
+                    count: self.capacity(),
+                });
+            }
+            Some(&NOT_FREE) => return Err(SlotError::AlreadyAllocated(slot)),
+            Some(&at) => at,
+        };
+        self.free.swap_remove(at);
+        if let Some(&moved) = self.free.get(at) {
+            self.position[moved] = at;
+        }
+        self.position[slot] = NOT_FREE;
+        self.allocated[slot] = true;
+        Ok(())
     }
 
     /// Returns `slot` to the free list.
@@ -55,6 +88,7 @@ impl SlotAllocator {
             Some(false) => Err(SlotError::NotAllocated(slot)),
             Some(flag) => {
                 *flag = false;
+                self.position[slot] = self.free.len();
                 self.free.push(slot);
                 Ok(())
             }
@@ -120,5 +154,30 @@ mod tests {
         slots.free(s).unwrap();
         assert_eq!(slots.free(s), Err(SlotError::NotAllocated(s)));
         assert_eq!(slots.available(), 2);
+    }
+
+    #[test]
+    fn take_claims_a_given_slot_and_keeps_the_free_list_right() {
+        let mut slots = SlotAllocator::new(5);
+        slots.take(3).unwrap();
+        slots.take(0).unwrap();
+        assert_eq!(slots.take(3), Err(SlotError::AlreadyAllocated(3)));
+        assert_eq!(
+            slots.take(5),
+            Err(SlotError::OutOfRange { slot: 5, count: 5 })
+        );
+        assert_eq!((slots.allocated(), slots.available()), (2, 3));
+        slots.free(3).unwrap();
+        slots.take(3).unwrap();
+        // What is left to allocate is exactly the untaken slots, once each.
+        let mut rest: Vec<usize> = std::iter::from_fn(|| slots.allocate()).collect();
+        rest.sort_unstable();
+        assert_eq!(rest, vec![1, 2, 4]);
+        for slot in 0..5 {
+            assert!(slots.is_allocated(slot));
+        }
+        slots.free(2).unwrap();
+        slots.take(2).unwrap();
+        assert_eq!(slots.available(), 0);
     }
 }

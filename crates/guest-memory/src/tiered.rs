@@ -9,6 +9,10 @@
 //! copy between the tiers' views ([`TierBackend::slot_view_addr`]) →
 //! [`TieredMemory::map_frames`]`(f, 1, dst)` → [`TieredMemory::commit_move`]
 //! → [`TierBackend::discard_slot`]`(src.slot)` → [`TieredMemory::release_slot`]`(src)`.
+//!
+//! With [`Backing::SharedNuma`] all tiers are one memfd (see
+//! `shared_numa`): frames keep their slot and change NUMA node instead,
+//! moved by the kernel migrator; slot reservations and remaps are refused.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -16,13 +20,15 @@ use serde::{Deserialize, Serialize};
 use vm_memory::GuestMemoryMmap;
 
 use crate::backend::TierBackend;
-use crate::config::{ConfigError, MemoryConfig, validate};
+use crate::backing::Backing;
+use crate::config::{ConfigError, MemoryConfig, Plan, validate};
 use crate::error::Error;
 use crate::frame_table::{FrameTable, MappedRegion};
 use crate::guest_ranges::{GuestRanges, map_all, map_run};
-use crate::ledger::Ledger;
+use crate::ledger::{Ledger, LedgerError};
 use crate::placement::{Location, PlacementMap, PlacementSnapshot};
 use crate::policy::Placement;
+use crate::shared_numa;
 use crate::verify::verify;
 
 /// Occupancy of one tier, derived from the placement map.
@@ -50,6 +56,7 @@ pub struct TieredMemory {
     tiers: Vec<TierBackend>,
     ledger: Mutex<Ledger>,
     policy: Placement,
+    backing: Backing,
 }
 
 impl TieredMemory {
@@ -57,24 +64,10 @@ impl TieredMemory {
     /// backends, places every frame per `cfg.placement` and maps it.
     pub fn new(cfg: &MemoryConfig) -> Result<Self, Error> {
         let plan = validate(cfg)?;
-        let tiers = plan
-            .tiers
-            .iter()
-            .map(|t| {
-                TierBackend::create(t, plan.frame_size).map_err(|source| Error::Backend {
-                    tier: t.name.clone(),
-                    source,
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let slot_counts: Vec<usize> = tiers.iter().map(TierBackend::slot_count).collect();
-        let tier_of_frame = cfg.placement.assign(plan.frame_count, &slot_counts).ok_or(
-            ConfigError::TiersTooSmall {
-                memory: cfg.size,
-                capacity: tiers.iter().map(TierBackend::capacity).sum(),
-            },
-        )?;
-        let ledger = Ledger::new(&slot_counts, &tier_of_frame)?;
+        let (tiers, ledger) = match cfg.backing {
+            Backing::PerTier => build_per_tier(&plan, cfg)?,
+            Backing::SharedNuma { .. } => shared_numa::build(&plan, cfg)?,
+        };
         let ranges = GuestRanges::reserve(&plan.regions, plan.frame_size)?;
         let frames = FrameTable::new(plan.frame_size, ranges.mapped().to_vec());
         map_all(&frames, &tiers, ledger.map())?;
@@ -84,7 +77,13 @@ impl TieredMemory {
             tiers,
             ledger: Mutex::new(ledger),
             policy: cfg.placement,
+            backing: cfg.backing,
         })
+    }
+
+    /// How guest RAM is backed.
+    pub fn backing(&self) -> Backing {
+        self.backing
     }
 
     /// One host-virtual range per RAM region (for KVM memslots).
@@ -152,7 +151,7 @@ impl TieredMemory {
             .enumerate()
             .map(|(i, t)| TierUsage {
                 name: t.name().to_owned(),
-                capacity_frames: t.slot_count(),
+                capacity_frames: t.capacity_frames(),
                 used_frames: ledger.map().used_frames(i),
             })
             .collect()
@@ -203,8 +202,41 @@ impl TieredMemory {
     /// the host range of frames `first..first + count` (`MAP_FIXED`, one call;
     /// the range never becomes unmapped). The placement map is NOT changed:
     /// that is [`TieredMemory::commit_move`]'s job, once the data is in place.
+    /// Refused with a shared backing unless each frame keeps its own slot.
     pub fn map_frames(&self, first: usize, count: usize, start: Location) -> Result<(), Error> {
+        if self.backing.is_shared() && start.slot != first {
+            return Err(LedgerError::FixedSlots.into());
+        }
         map_run(&self.frames, &self.tiers, first, count, start)
+    }
+
+    /// Maps `fd` at `offset` over `frame`'s host range (`MAP_FIXED`, no
+    /// gap). For migration internals that park a frame on memory that is
+    /// not a tier slot (the exchange bounce buffer) for a moment; the
+    /// placement map does not describe such a mapping, so the caller maps a
+    /// slot back before anyone else looks.
+    pub fn map_frame_from(
+        &self,
+        frame: usize,
+        fd: std::os::fd::BorrowedFd<'_>,
+        offset: u64,
+    ) -> Result<(), Error> {
+        let host = self.frames.host_addr(frame).ok_or(Error::NotARun {
+            first: frame,
+            count: 1,
+        })?;
+        let len = self.frames.frame_size();
+        // SAFETY: the frame's host range lies inside our guest-range
+        // reservation (host_addr checked the index); Rust holds no
+        // references into guest memory; MAP_FIXED replaces without a gap.
+        unsafe { crate::mapping::map_fixed_shared(host as usize, len as usize, fd, offset) }
+            .map_err(|source| Error::MapFrames {
+                first: frame,
+                count: 1,
+                tier: "bounce".to_owned(),
+                slot: 0,
+                source,
+            })
     }
 
     /// Checks that every frame's host range is really mapped from the tier
@@ -215,9 +247,65 @@ impl TieredMemory {
         Ok(verify(&self.frames, &self.tiers, ledger.map())?)
     }
 
-    fn ledger(&self) -> MutexGuard<'_, Ledger> {
+    /// Slots of memfd tiers that are free (back no frame, not reserved)
+    /// yet still hold memory (a migration that forgot to punch
+    /// out its source). Empty when occupancy and backing agree.
+    pub fn leaked_slots(&self) -> Result<Vec<Location>, Error> {
+        let ledger = self.ledger();
+        let mut leaked = Vec::new();
+        for (tier, backend) in self.tiers.iter().enumerate() {
+            // Shared backing keeps every frame's data at its own offset in
+            // one memfd: there are no per-tier slots to leak.
+            if backend.is_shared()
+                || !matches!(backend.kind(), crate::backend::BackendKind::Memfd { .. })
+            {
+                continue;
+            }
+            for slot in 0..backend.slot_count() {
+                let loc = Location { tier, slot };
+                if !ledger.is_allocated(loc)
+                    && backend
+                        .slot_has_data(slot)
+                        .map_err(|source| Error::Backend {
+                            tier: backend.name().to_owned(),
+                            source,
+                        })?
+                {
+                    leaked.push(loc);
+                }
+            }
+        }
+        Ok(leaked)
+    }
+
+    pub(crate) fn ledger(&self) -> MutexGuard<'_, Ledger> {
         // Ledger operations check before they change anything, so a panic
         // elsewhere while holding the lock leaves it consistent.
         self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// Creates each tier's own backing and places the frames in their slots.
+fn build_per_tier(plan: &Plan, cfg: &MemoryConfig) -> Result<(Vec<TierBackend>, Ledger), Error> {
+    let tiers = plan
+        .tiers
+        .iter()
+        .map(|t| {
+            TierBackend::create(t, plan.frame_size).map_err(|source| Error::Backend {
+                tier: t.name.clone(),
+                source,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let slot_counts: Vec<usize> = tiers.iter().map(TierBackend::slot_count).collect();
+    let too_small = ConfigError::TiersTooSmall {
+        memory: cfg.size,
+        capacity: tiers.iter().map(TierBackend::capacity).sum(),
+    };
+    let tier_of_frame = cfg
+        .placement
+        .assign(plan.frame_count, &slot_counts)
+        .ok_or(too_small)?;
+    let ledger = Ledger::new(&slot_counts, &tier_of_frame)?;
+    Ok((tiers, ledger))
 }

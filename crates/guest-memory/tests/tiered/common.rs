@@ -27,6 +27,7 @@ pub fn config(
         frame_size,
         tiers,
         placement,
+        ..MemoryConfig::default()
     }
 }
 

@@ -1,0 +1,193 @@
+//! How guest RAM is backed: each tier its own object (per-tier), or one
+//! memfd for all of guest RAM whose pages live on the NUMA node of the
+//! frame's tier (shared-numa, for the kernel migrator). This module owns the
+//! mode and the checks a shared-numa configuration must pass.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::config::ConfigError;
+use crate::tier::{BackendSpec, TierSpec};
+
+/// The backing mode of guest RAM.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "mode")]
+pub enum Backing {
+    /// Each tier is its own backing object (memfd, device-DAX or file);
+    /// frames move by copying and remapping (the remap migrator).
+    #[default]
+    PerTier,
+    /// One memfd holds all of guest RAM; tiers are host NUMA nodes and a
+    /// tier's size is this VM's quota of frames on its node. Every tier
+    /// must be `backend=memfd` with a `numa-node`, no hugetlb, and the nodes
+    /// distinct. Frames move with `move_pages(2)` (the kernel migrator).
+    SharedNuma {
+        /// Lets tiers share a node. Only for exercising the mechanics on a
+        /// one-node host: such tiers are the same memory.
+        #[serde(default)]
+        allow_same_node: bool,
+    },
+}
+
+impl Backing {
+    /// Shared-numa with distinct nodes.
+    pub const SHARED_NUMA: Backing = Backing::SharedNuma {
+        allow_same_node: false,
+    };
+
+    /// Whether all tiers share one backing memfd.
+    pub fn is_shared(self) -> bool {
+        matches!(self, Backing::SharedNuma { .. })
+    }
+}
+
+/// An unknown backing name.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("unknown backing '{0}' (expected per-tier, shared-numa or shared-numa-same-node)")]
+pub struct BackingParseError(pub String);
+
+impl FromStr for Backing {
+    type Err = BackingParseError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim() {
+            "per-tier" => Ok(Backing::PerTier),
+            "shared-numa" => Ok(Backing::SHARED_NUMA),
+            "shared-numa-same-node" => Ok(Backing::SharedNuma {
+                allow_same_node: true,
+            }),
+            other => Err(BackingParseError(other.to_owned())),
+        }
+    }
+}
+
+impl fmt::Display for Backing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Backing::PerTier => "per-tier",
+            Backing::SharedNuma {
+                allow_same_node: false,
+            } => "shared-numa",
+            Backing::SharedNuma {
+                allow_same_node: true,
+            } => "shared-numa-same-node",
+        })
+    }
+}
+
+/// Checks what shared-numa asks of the tiers (syntax only; whether the
+/// nodes exist is checked with the other host facts).
+pub(crate) fn check(backing: Backing, tiers: &[TierSpec]) -> Result<(), ConfigError> {
+    let Backing::SharedNuma { allow_same_node } = backing else {
+        return Ok(());
+    };
+    let mut first_on_node: HashMap<u32, &str> = HashMap::new();
+    for spec in tiers {
+        let tier = || spec.name.clone();
+        let (node, hugetlb) = match &spec.backend {
+            BackendSpec::Memfd { numa_node, hugetlb } => (*numa_node, *hugetlb),
+            BackendSpec::File { .. } => return Err(ConfigError::SharedNumaNeedsMemfd(tier())),
+        };
+        let node = node.ok_or_else(|| ConfigError::SharedNumaNeedsNode(tier()))?;
+        if hugetlb {
+            return Err(ConfigError::SharedNumaHugetlb(tier()));
+        }
+        if let Some(first) = first_on_node.insert(node, &spec.name) {
+            if !allow_same_node {
+                return Err(ConfigError::SharedNumaSameNode {
+                    first: first.to_owned(),
+                    second: tier(),
+                    node,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(text: &str) -> TierSpec {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn parses_and_prints_names() {
+        for (text, backing) in [
+            ("per-tier", Backing::PerTier),
+            ("shared-numa", Backing::SHARED_NUMA),
+            (
+                "shared-numa-same-node",
+                Backing::SharedNuma {
+                    allow_same_node: true,
+                },
+            ),
+        ] {
+            assert_eq!(text.parse::<Backing>(), Ok(backing));
+            assert_eq!(backing.to_string(), text);
+        }
+        assert_eq!(
+            "numa".parse::<Backing>().unwrap_err().to_string(),
+            "unknown backing 'numa' (expected per-tier, shared-numa or shared-numa-same-node)"
+        );
+        assert_eq!(Backing::default(), Backing::PerTier);
+    }
+
+    #[test]
+    fn per_tier_takes_anything() {
+        let tiers = [spec("name=a,backend=file,path=/x")];
+        check(Backing::PerTier, &tiers).unwrap();
+    }
+
+    #[test]
+    fn shared_numa_rules_name_the_tier() {
+        let fast = spec("name=fast,backend=memfd,size=4M,numa-node=0");
+        let cases = [
+            (
+                spec("name=slow,backend=memfd,size=4M"),
+                "backing shared-numa needs numa-node on every tier: tier 'slow' has none",
+            ),
+            (
+                spec("name=slow,backend=file,path=/dev/dax0.0"),
+                "backing shared-numa needs backend=memfd on every tier: tier 'slow' is backend=file",
+            ),
+            (
+                spec("name=slow,backend=memfd,size=4M,numa-node=1,hugetlb=on"),
+                "backing shared-numa does not support hugetlb: tier 'slow' has hugetlb=on",
+            ),
+            (
+                spec("name=slow,backend=memfd,size=4M,numa-node=0"),
+                "backing shared-numa needs a distinct numa-node per tier: \
+                 tiers 'fast' and 'slow' are both on node 0",
+            ),
+        ];
+        for (slow, message) in cases {
+            let err = check(Backing::SHARED_NUMA, &[fast.clone(), slow]).unwrap_err();
+            assert_eq!(err.to_string(), message);
+        }
+    }
+
+    #[test]
+    fn same_node_only_when_allowed() {
+        let tiers = [
+            spec("name=fast,backend=memfd,size=4M,numa-node=0"),
+            spec("name=slow,backend=memfd,size=4M,numa-node=0"),
+        ];
+        let allow = Backing::SharedNuma {
+            allow_same_node: true,
+        };
+        check(allow, &tiers).unwrap();
+        assert!(check(Backing::SHARED_NUMA, &tiers).is_err());
+        let distinct = [
+            spec("name=fast,backend=memfd,size=4M,numa-node=0"),
+            spec("name=slow,backend=memfd,size=4M,numa-node=1"),
+        ];
+        check(Backing::SHARED_NUMA, &distinct).unwrap();
+    }
+}

@@ -1,0 +1,213 @@
+//! Sources of "which 4 KiB pages were written since I last asked", used by
+//! the pre-copy migrator to find pages the guest dirtied while a frame was
+//! being copied.
+//!
+//! Two writers exist: vCPUs (seen through the KVM dirty log, implemented
+//! by the VMM) and host threads writing guest memory through the host
+//! mapping (devices, the hypercall handler). Host writers write inside a
+//! [`HostWriteLog::write_section`]: the page is marked and written under a
+//! shared lock, and `take`/`reset` hold the lock exclusively. A mark can
+//! therefore never be taken (and the page copied) before the write it
+//! announces has landed: the same guarantee KVM gives by re-protecting a
+//! page when its dirty bit is cleared.
+
+use std::fmt::Debug;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{PoisonError, RwLock};
+
+use thiserror::Error;
+
+/// Size of a dirty-tracking page.
+pub const PAGE_SIZE: u64 = 4096;
+
+/// Errors reading a dirty source.
+#[derive(Debug, Error)]
+#[error("dirty log: {0}")]
+pub struct DirtyError(pub String);
+
+/// A guest-physical range.
+pub type GpaSpan = (u64, u64);
+
+/// Something that knows which pages of guest RAM were written.
+pub trait DirtySource: Send + Sync + Debug {
+    /// Forgets earlier writes to `spans` and tracks new ones from now on.
+    fn reset(&self, spans: &[GpaSpan]) -> Result<(), DirtyError>;
+
+    /// Appends to `out` the guest-physical address of every page in
+    /// `spans` written since the last `reset`/`take` covering it, and
+    /// forgets them.
+    fn take(&self, spans: &[GpaSpan], out: &mut Vec<u64>) -> Result<(), DirtyError>;
+
+    /// Like [`DirtySource::take`], for spans that are write-protected now:
+    /// writers into them are blocked (possibly inside a write section), so
+    /// this must not wait for writers. Writes still in flight block and
+    /// land after the migration, in the destination.
+    fn take_final(&self, spans: &[GpaSpan], out: &mut Vec<u64>) -> Result<(), DirtyError> {
+        self.take(spans, out)
+    }
+}
+
+/// Pages of guest RAM written by host threads, one bit per 4 KiB page.
+#[derive(Debug)]
+pub struct HostWriteLog {
+    bits: Vec<AtomicU64>,
+    enabled: AtomicBool,
+    /// Shared by writers for mark + write; exclusive for take/reset.
+    sections: RwLock<()>,
+}
+
+impl HostWriteLog {
+    /// A log covering guest-physical `[0, end)`; disabled until enabled.
+    pub fn new(end: u64) -> Self {
+        let pages = end.div_ceil(PAGE_SIZE);
+        HostWriteLog {
+            bits: (0..pages.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
+            enabled: AtomicBool::new(false),
+            sections: RwLock::new(()),
+        }
+    }
+
+    /// Starts recording (pre-copy migration turns it on).
+    pub fn enable(&self) {
+        self.enabled.store(true, Ordering::SeqCst);
+    }
+
+    /// Runs `write`, which writes `len` bytes of guest memory at `gpa`,
+    /// with the pages marked written.
+    pub fn write_section<R>(&self, gpa: u64, len: u64, write: impl FnOnce() -> R) -> R {
+        let _section = self.sections.read().unwrap_or_else(PoisonError::into_inner);
+        self.mark(gpa, len);
+        write()
+    }
+
+    fn mark(&self, gpa: u64, len: u64) {
+        if len == 0 || !self.enabled.load(Ordering::SeqCst) {
+            return;
+        }
+        let first = gpa / PAGE_SIZE;
+        let last = gpa.saturating_add(len - 1) / PAGE_SIZE;
+        for page in first..=last {
+            if let Some(word) = self.bits.get((page / 64) as usize) {
+                word.fetch_or(1 << (page % 64), Ordering::SeqCst);
+            }
+        }
+    }
+
+    fn pages(spans: &[GpaSpan]) -> impl Iterator<Item = u64> + '_ {
+        spans.iter().flat_map(|&(gpa, len)| {
+            let first = gpa / PAGE_SIZE;
+            let last = (gpa + len).div_ceil(PAGE_SIZE);
+            first..last
+        })
+    }
+}
+
+impl DirtySource for HostWriteLog {
+    fn reset(&self, spans: &[GpaSpan]) -> Result<(), DirtyError> {
+        let _exclusive = self
+            .sections
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        for page in Self::pages(spans) {
+            if let Some(word) = self.bits.get((page / 64) as usize) {
+                word.fetch_and(!(1 << (page % 64)), Ordering::SeqCst);
+            }
+        }
+        Ok(())
+    }
+
+    fn take(&self, spans: &[GpaSpan], out: &mut Vec<u64>) -> Result<(), DirtyError> {
+        let _exclusive = self
+            .sections
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.collect(spans, out);
+        Ok(())
+    }
+
+    /// Without the lock: a writer blocked on write-protection inside its
+    /// section would otherwise deadlock with us. Every write that landed
+    /// before protection was marked after the previous (exclusive) take.
+    fn take_final(&self, spans: &[GpaSpan], out: &mut Vec<u64>) -> Result<(), DirtyError> {
+        self.collect(spans, out);
+        Ok(())
+    }
+}
+
+impl HostWriteLog {
+    fn collect(&self, spans: &[GpaSpan], out: &mut Vec<u64>) {
+        for page in Self::pages(spans) {
+            if let Some(word) = self.bits.get((page / 64) as usize) {
+                let bit = 1 << (page % 64);
+                if word.fetch_and(!bit, Ordering::SeqCst) & bit != 0 {
+                    out.push(page * PAGE_SIZE);
+                }
+            }
+        }
+    }
+}
+
+/// Several sources read as one (e.g. the KVM dirty log and the host log).
+#[derive(Debug)]
+pub struct CombinedDirty(pub Vec<std::sync::Arc<dyn DirtySource>>);
+
+impl DirtySource for CombinedDirty {
+    fn reset(&self, spans: &[GpaSpan]) -> Result<(), DirtyError> {
+        self.0.iter().try_for_each(|s| s.reset(spans))
+    }
+
+    fn take(&self, spans: &[GpaSpan], out: &mut Vec<u64>) -> Result<(), DirtyError> {
+        self.merge(out, |s, out| s.take(spans, out))
+    }
+
+    fn take_final(&self, spans: &[GpaSpan], out: &mut Vec<u64>) -> Result<(), DirtyError> {
+        self.merge(out, |s, out| s.take_final(spans, out))
+    }
+}
+
+impl CombinedDirty {
+    fn merge(
+        &self,
+        out: &mut Vec<u64>,
+        take: impl Fn(&dyn DirtySource, &mut Vec<u64>) -> Result<(), DirtyError>,
+    ) -> Result<(), DirtyError> {
+        let start = out.len();
+        for s in &self.0 {
+            take(s.as_ref(), out)?;
+        }
+        let mut unique = out.split_off(start);
+        unique.sort_unstable();
+        unique.dedup();
+        out.extend(unique);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_log_reports_written_pages_once() {
+        let log = HostWriteLog::new(1 << 20);
+        let note = |gpa, len| log.write_section(gpa, len, || ());
+        note(0x1000, 8);
+        let mut none = Vec::new();
+        log.take(&[(0, 1 << 20)], &mut none).unwrap();
+        assert!(none.is_empty(), "disabled log records nothing");
+        log.enable();
+        note(0x1ff8, 16); // straddles pages 1 and 2
+        note(0x8_0000, 1);
+        let mut out = Vec::new();
+        log.take(&[(0, 0x4000)], &mut out).unwrap();
+        assert_eq!(out, [0x1000, 0x2000]);
+        out.clear();
+        log.take(&[(0, 1 << 20)], &mut out).unwrap();
+        assert_eq!(out, [0x8_0000], "taken pages are forgotten; others stay");
+        note(0x3000, 1);
+        log.reset(&[(0x3000, 0x1000)]).unwrap();
+        out.clear();
+        log.take(&[(0, 1 << 20)], &mut out).unwrap();
+        assert!(out.is_empty());
+    }
+}

@@ -1,0 +1,693 @@
+//! The remap migrator: each tier is its own backing object, and a frame
+//! moves by copying its slot and mapping the destination slot over the
+//! frame's (fixed) host range.
+//!
+//! Plain protocol, per batch: reserve destination slots → open the guard's
+//! window and write-protect the frames (writers block, readers go on) →
+//! copy → `mmap(MAP_FIXED)` the destination slots over the frames (runs
+//! coalesced) → register the new mappings → wake the writers → commit to
+//! the placement map → punch out and release the source slots.
+//!
+//! Pre-copy protocol: the first copy runs while the guest writes freely;
+//! the dirty source says which 4 KiB pages changed meanwhile, and those are
+//! copied again (a few rounds) before the frames are write-protected for
+//! the last, small delta. Write stalls shrink to the delta plus the remap.
+//!
+//! Exchange: when the destination tier has no free slot, a move into it is
+//! paired with a move out of it in the same batch; the two frames swap
+//! slots through bounce buffers, both write-protected throughout.
+//!
+//! Rollback: a failure before the remap leaves the source mapping in place
+//! (protection removed, writers woken, destination released). A failed
+//! remap maps the source slot back (its contents are intact: nothing wrote
+//! to it while protected) before waking. A migration never loses a write.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use page_copy::{CopyEngine, CopyRange};
+use thiserror::Error;
+
+use super::bounce::BounceArea;
+use super::dirty::{DirtySource, GpaSpan, PAGE_SIZE};
+use super::faults::{FaultInjection, Step};
+use super::guard::WriteGuard;
+use super::{BatchReport, Migrator, Move};
+use crate::backend::BackendKind;
+use crate::placement::Location;
+use crate::tiered::TieredMemory;
+
+/// Errors creating a remap migrator.
+#[derive(Debug, Error)]
+pub enum RemapError {
+    /// A tier's mappings cannot be write-protected with userfaultfd.
+    #[error(
+        "remap migration needs userfaultfd write-protection, which Linux offers for memfd (shmem, hugetlbfs) mappings only; tier '{0}' is a file or device-DAX mapping"
+    )]
+    NotWriteProtectable(String),
+    /// The memory has one backing object for all tiers.
+    #[error(
+        "remap migration needs one backing object per tier; this memory uses shared-numa backing (use the kernel migrator)"
+    )]
+    SharedBacking,
+}
+
+/// Pre-copy settings.
+#[derive(Clone, Debug)]
+pub struct PrecopyConfig {
+    /// Which pages were written while copying.
+    pub dirty: Arc<dyn DirtySource>,
+    /// Re-copy rounds before write-protecting.
+    pub max_rounds: u32,
+    /// Stop re-copying once a round finds at most this many dirty pages.
+    pub settle_pages: usize,
+}
+
+impl PrecopyConfig {
+    /// Defaults: 3 rounds, settle at 32 pages.
+    pub fn new(dirty: Arc<dyn DirtySource>) -> Self {
+        PrecopyConfig {
+            dirty,
+            max_rounds: 3,
+            settle_pages: 32,
+        }
+    }
+}
+
+/// A plain move with its destination reserved.
+#[derive(Clone, Copy, Debug)]
+struct Planned {
+    frame: usize,
+    from: Location,
+    to: Location,
+}
+
+/// Two frames swapping slots.
+#[derive(Clone, Copy, Debug)]
+struct Pair {
+    a: usize,
+    a_at: Location,
+    b: usize,
+    b_at: Location,
+}
+
+/// Why a step failed (becomes a line of [`BatchReport::errors`]).
+type StepResult = Result<(), String>;
+
+/// The remap migrator of one VM.
+#[derive(Debug)]
+pub struct RemapMigrator {
+    memory: Arc<TieredMemory>,
+    guard: Arc<WriteGuard>,
+    engine: Box<dyn CopyEngine>,
+    precopy: Option<PrecopyConfig>,
+    faults: Arc<FaultInjection>,
+    name: &'static str,
+    /// Serializes batches; holds the exchange bounce area once needed.
+    serial: Mutex<Option<BounceArea>>,
+}
+
+impl RemapMigrator {
+    /// A migrator over `memory`, whose RAM `guard` protects.
+    pub fn new(
+        memory: Arc<TieredMemory>,
+        guard: Arc<WriteGuard>,
+        engine: Box<dyn CopyEngine>,
+        precopy: Option<PrecopyConfig>,
+    ) -> Result<Self, RemapError> {
+        if memory.backing().is_shared() {
+            return Err(RemapError::SharedBacking);
+        }
+        for t in memory.tiers() {
+            if !matches!(t.kind(), BackendKind::Memfd { .. }) {
+                return Err(RemapError::NotWriteProtectable(t.name().to_owned()));
+            }
+        }
+        let name = if precopy.is_some() {
+            "remap-precopy"
+        } else {
+            "remap"
+        };
+        Ok(RemapMigrator {
+            memory,
+            guard,
+            engine,
+            precopy,
+            faults: Arc::default(),
+            name,
+            serial: Mutex::new(None),
+        })
+    }
+
+    /// Fault injection switches (tests, soak runs).
+    pub fn faults(&self) -> &Arc<FaultInjection> {
+        &self.faults
+    }
+
+    fn frame_size(&self) -> u64 {
+        self.memory.frame_size()
+    }
+
+    fn host(&self, frame: usize) -> u64 {
+        self.memory.frames().host_addr(frame).unwrap_or(0)
+    }
+
+    fn view(&self, loc: Location) -> u64 {
+        self.memory.tiers()[loc.tier]
+            .slot_view_addr(loc.slot)
+            .unwrap_or(0)
+    }
+
+    /// Copies `(src, dst, len)` triples with the engine (fault-injectable).
+    fn copy(&self, pieces: &[(u64, u64, u64)], report: &mut BatchReport) -> StepResult {
+        if pieces.is_empty() {
+            return Ok(());
+        }
+        if self.faults.should_fail(Step::Copy) {
+            return Err("copy failed (injected)".into());
+        }
+        let ranges: Vec<CopyRange> = pieces
+            .iter()
+            .map(|&(s, d, l)| CopyRange::new(s as *const u8, d as *mut u8, l as usize))
+            .collect();
+        let started = Instant::now();
+        // SAFETY: every source and destination lies in a tier's view
+        // mapping (live for the memory's lifetime) and is a whole slot, or a
+        // page of one, reserved for this batch: destinations are distinct
+        // reserved slots no frame maps, so no range overlaps another.
+        let result = unsafe { self.engine.copy(&ranges) };
+        report.copy += started.elapsed();
+        let stats = result.map_err(|e| format!("copy failed: {e}"))?;
+        report.bytes += stats.bytes;
+        Ok(())
+    }
+
+    /// Write-protects the host ranges of `frames` (runs coalesced).
+    fn protect(&self, frames: &[usize]) -> StepResult {
+        for (start, len) in self.runs(frames) {
+            self.guard
+                .uffd()
+                .protect(start, len)
+                .map_err(|e| format!("write-protect failed: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Host ranges of `frames`, adjacent frames merged.
+    fn runs(&self, frames: &[usize]) -> Vec<(u64, u64)> {
+        let mut starts: Vec<u64> = frames.iter().map(|&f| self.host(f)).collect();
+        starts.sort_unstable();
+        let fs = self.frame_size();
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        for s in starts {
+            match runs.last_mut() {
+                Some((start, len)) if *start + *len == s => *len += fs,
+                _ => runs.push((s, fs)),
+            }
+        }
+        runs
+    }
+
+    /// Removes protection from `frames` still on their source mapping and
+    /// wakes their writers.
+    fn unprotect(&self, frames: &[usize]) {
+        for (start, len) in self.runs(frames) {
+            // Cannot fail on a registered range; if it did, the guard's
+            // handler lifts the protection when a writer faults.
+            let _ = self.guard.uffd().unprotect(start, len, false);
+        }
+    }
+
+    /// Maps `loc` over `frame` again after a failed remap, re-registers and
+    /// wakes. The source slot holds the frame's latest data.
+    fn restore_mapping(&self, frame: usize, loc: Location) {
+        let (host, fs) = (self.host(frame), self.frame_size());
+        // The mapping was replaced or may have been: map the source back.
+        // This cannot reasonably fail (same file, offset and size as the
+        // mapping it replaces); if it did, the frame keeps whatever mapping
+        // the failed call left, and we still wake its writers.
+        let _ = self.memory.map_frames(frame, 1, loc);
+        let _ = self.guard.reregister(host, fs);
+        let _ = self.guard.uffd().wake(host, fs);
+    }
+
+    /// Maps the destination slots over the moves' frames, coalescing runs
+    /// of consecutive frames going to consecutive slots. Returns the moves
+    /// that failed (already restored to their source mapping).
+    fn remap(&self, moves: &[Planned], report: &mut BatchReport) -> Vec<(Planned, String)> {
+        let started = Instant::now();
+        let mut sorted = moves.to_vec();
+        sorted.sort_by_key(|m| m.frame);
+        let mut failed = Vec::new();
+        let mut i = 0;
+        while i < sorted.len() {
+            let first = sorted[i];
+            let mut count = 1;
+            while i + count < sorted.len() {
+                let next = sorted[i + count];
+                let contiguous = next.frame == first.frame + count
+                    && next.to.tier == first.to.tier
+                    && next.to.slot == first.to.slot + count
+                    && self.memory.frames().is_run(first.frame, count + 1);
+                if !contiguous {
+                    break;
+                }
+                count += 1;
+            }
+            let run = &sorted[i..i + count];
+            let (host, len) = (self.host(first.frame), self.frame_size() * count as u64);
+            let mapped = if self.faults.should_fail(Step::Remap) {
+                Err("remap failed (injected)".to_owned())
+            } else {
+                self.memory
+                    .map_frames(first.frame, count, first.to)
+                    .map_err(|e| format!("remap failed: {e}"))
+                    .and_then(|()| {
+                        self.guard
+                            .reregister(host, len)
+                            .map_err(|e| format!("re-register failed: {e}"))
+                    })
+            };
+            match mapped {
+                Ok(()) => {
+                    let _ = self.guard.uffd().wake(host, len);
+                }
+                Err(e) => {
+                    for m in run {
+                        self.restore_mapping(m.frame, m.from);
+                        failed.push((*m, e.clone()));
+                    }
+                }
+            }
+            i += count;
+        }
+        report.remap += started.elapsed();
+        failed
+    }
+
+    /// Puts `moves` back: protection off (or source re-mapped), writers
+    /// woken, destinations released, moves counted as aborted.
+    fn abort(&self, moves: &[Planned], why: &str, report: &mut BatchReport) {
+        let frames: Vec<usize> = moves.iter().map(|m| m.frame).collect();
+        self.unprotect(&frames);
+        for m in moves {
+            let _ = self.memory.release_slot(m.to);
+        }
+        report.aborted += moves.len();
+        report
+            .errors
+            .push(format!("{} frame(s): {why}", moves.len()));
+    }
+
+    /// Records moved frames and frees their sources.
+    fn commit(&self, moves: &[Planned], report: &mut BatchReport) {
+        for m in moves {
+            match self.memory.commit_move(m.frame, m.from, m.to) {
+                Ok(()) => {
+                    // The data is gone from the source only after commit;
+                    // punching fails harmlessly on backings without holes.
+                    let _ = self.memory.tiers()[m.from.tier].discard_slot(m.from.slot);
+                    let _ = self.memory.release_slot(m.from);
+                    report.moved += 1;
+                }
+                Err(e) => {
+                    // Cannot happen (the ledger checked the reservation);
+                    // the frame is mapped to `to`, so keep `to` allocated.
+                    report
+                        .errors
+                        .push(format!("frame {}: commit failed: {e}", m.frame));
+                }
+            }
+        }
+    }
+
+    /// Full-frame copy pieces for `moves`.
+    fn frame_pieces(&self, moves: &[Planned]) -> Vec<(u64, u64, u64)> {
+        moves
+            .iter()
+            .map(|m| (self.view(m.from), self.view(m.to), self.frame_size()))
+            .collect()
+    }
+
+    /// Page copy pieces for dirty guest pages of `moves`.
+    fn page_pieces(&self, moves: &[Planned], pages: &[u64]) -> Vec<(u64, u64, u64)> {
+        let frames = self.memory.frames();
+        let mut out = Vec::with_capacity(pages.len());
+        for &gpa in pages {
+            let Some(frame) = frames.frame_of_gpa(gpa) else {
+                continue;
+            };
+            let Some(m) = moves.iter().find(|m| m.frame == frame) else {
+                continue;
+            };
+            let Some(base) = frames.gpa(frame) else {
+                continue;
+            };
+            let off = (gpa - base) & !(PAGE_SIZE - 1);
+            out.push((
+                self.view(m.from) + off,
+                self.view(m.to) + off,
+                PAGE_SIZE.min(self.frame_size()),
+            ));
+        }
+        out
+    }
+
+    fn spans(&self, moves: &[Planned]) -> Vec<GpaSpan> {
+        let frames = self.memory.frames();
+        moves
+            .iter()
+            .filter_map(|m| frames.gpa(m.frame).map(|g| (g, self.frame_size())))
+            .collect()
+    }
+
+    /// Pre-copy rounds while the guest runs; returns the dirty pages left
+    /// for the write-protected final delta.
+    fn precopy_rounds(
+        &self,
+        cfg: &PrecopyConfig,
+        moves: &[Planned],
+        report: &mut BatchReport,
+    ) -> Result<Vec<u64>, String> {
+        let spans = self.spans(moves);
+        let started = Instant::now();
+        cfg.dirty.reset(&spans).map_err(|e| e.to_string())?;
+        report.protect += started.elapsed();
+        self.copy(&self.frame_pieces(moves), report)?;
+        let mut pages = Vec::new();
+        for _ in 0..cfg.max_rounds {
+            pages.clear();
+            cfg.dirty
+                .take(&spans, &mut pages)
+                .map_err(|e| e.to_string())?;
+            if pages.len() <= cfg.settle_pages {
+                break;
+            }
+            report.recopied_pages += pages.len() as u64;
+            self.copy(&self.page_pieces(moves, &pages), report)?;
+            pages.clear();
+        }
+        Ok(pages)
+    }
+
+    /// Moves `moves` (destinations reserved) with the plain or pre-copy
+    /// protocol.
+    fn move_frames(&self, moves: Vec<Planned>, report: &mut BatchReport) {
+        if moves.is_empty() {
+            return;
+        }
+        let mut carried = Vec::new();
+        if let Some(cfg) = &self.precopy {
+            match self.precopy_rounds(cfg, &moves, report) {
+                Ok(pages) => carried = pages,
+                Err(e) => {
+                    for m in &moves {
+                        let _ = self.memory.release_slot(m.to);
+                    }
+                    report.aborted += moves.len();
+                    report.errors.push(format!("{} frame(s): {e}", moves.len()));
+                    return;
+                }
+            }
+        }
+        let frames: Vec<usize> = moves.iter().map(|m| m.frame).collect();
+        let windows: Vec<(u64, u64)> = self.runs(&frames);
+        self.guard.open_window(&windows);
+        let started = Instant::now();
+        let protected = self.protect(&frames);
+        report.protect += started.elapsed();
+        let copied = protected.and_then(|()| match &self.precopy {
+            None => self.copy(&self.frame_pieces(&moves), report),
+            Some(cfg) => {
+                cfg.dirty
+                    .take_final(&self.spans(&moves), &mut carried)
+                    .map_err(|e| e.to_string())?;
+                carried.sort_unstable();
+                carried.dedup();
+                report.recopied_pages += carried.len() as u64;
+                self.copy(&self.page_pieces(&moves, &carried), report)
+            }
+        });
+        if let Err(e) = copied {
+            self.abort(&moves, &e, report);
+            self.finish_window(report);
+            return;
+        }
+        let failed = self.remap(&moves, report);
+        let failed_frames: HashSet<usize> = failed.iter().map(|(m, _)| m.frame).collect();
+        for (m, why) in &failed {
+            let _ = self.memory.release_slot(m.to);
+            report.aborted += 1;
+            report.errors.push(format!("frame {}: {why}", m.frame));
+        }
+        self.finish_window(report);
+        let done: Vec<Planned> = moves
+            .into_iter()
+            .filter(|m| !failed_frames.contains(&m.frame))
+            .collect();
+        self.commit(&done, report);
+    }
+
+    fn finish_window(&self, report: &mut BatchReport) {
+        let stalls = self.guard.close_window();
+        report.stall_max = report
+            .stall_max
+            .max(stalls.iter().copied().max().unwrap_or(Duration::ZERO));
+        report.stalls.extend(stalls);
+    }
+
+    /// Swaps the slots of a pair's frames. Both frames are write-protected,
+    /// copied into the bounce area, and parked on it (mapped over their host
+    /// ranges, protected again) so readers keep seeing their data while the
+    /// slots are overwritten; then each frame is mapped onto the other's
+    /// old slot. Until that final remap the bounce area holds every frame's
+    /// latest data, and each rollback restores the slots from it.
+    fn exchange(&self, p: Pair, bounce: &BounceArea, report: &mut BatchReport) {
+        let fs = self.frame_size();
+        let (va, vb) = (self.view(p.a_at), self.view(p.b_at));
+        let (ka, kb) = (bounce.view(0), bounce.view(1));
+        let frames = [p.a, p.b];
+        self.guard.open_window(&self.runs(&frames));
+        let started = Instant::now();
+        let protected = self.protect(&frames);
+        report.protect += started.elapsed();
+        // Stage 1 only reads the slots: a failure needs no repair.
+        if let Err(e) = protected.and_then(|()| self.copy(&[(va, ka, fs), (vb, kb, fs)], report)) {
+            self.abort_pair(p, &e, report);
+            return;
+        }
+        // Stage 2: park both frames on the bounce area. A write that slips
+        // in before the new mapping is protected lands in the bounce area,
+        // which is what gets copied next.
+        let mut parked = Vec::new();
+        for (k, f) in [(0, p.a), (1, p.b)] {
+            let host = self.host(f);
+            let park = self
+                .memory
+                .map_frame_from(f, bounce.fd(), bounce.offset(k))
+                .map_err(|e| format!("parking failed: {e}"))
+                .and_then(|()| {
+                    parked.push(f);
+                    self.guard.reregister(host, fs).map_err(|e| e.to_string())?;
+                    self.guard
+                        .uffd()
+                        .protect(host, fs)
+                        .map_err(|e| e.to_string())
+                });
+            if let Err(e) = park {
+                self.unpark(p, &parked, bounce);
+                self.abort_pair(p, &e, report);
+                return;
+            }
+        }
+        // Stage 3 overwrites the slots.
+        let remap_failed = if let Err(e) = self.copy(&[(kb, va, fs), (ka, vb, fs)], report) {
+            Some(e)
+        } else if self.faults.should_fail(Step::Remap) {
+            Some("remap failed (injected)".to_owned())
+        } else {
+            None
+        };
+        if let Some(e) = remap_failed {
+            self.unpark(p, &parked, bounce);
+            self.abort_pair(p, &e, report);
+            return;
+        }
+        // Stage 4: each frame onto the other's old slot.
+        let remap_started = Instant::now();
+        let mapped = self
+            .memory
+            .map_frames(p.a, 1, p.b_at)
+            .map_err(|e| format!("remap failed: {e}"));
+        if let Err(e) = mapped {
+            self.unpark(p, &parked, bounce);
+            self.abort_pair(p, &e, report);
+            return;
+        }
+        // `a` is live on its new slot now; `b` must follow. Mapping a slot
+        // over a range only fails on exhaustion, so try more than once.
+        let b_mapped = (0..3).any(|_| self.memory.map_frames(p.b, 1, p.a_at).is_ok());
+        for f in frames {
+            let _ = self.guard.reregister(self.host(f), fs);
+            let _ = self.guard.uffd().wake(self.host(f), fs);
+        }
+        report.remap += remap_started.elapsed();
+        self.finish_window(report);
+        if !b_mapped {
+            // Frame b stays on the bounce memfd with all its data; the
+            // placement map cannot describe that, so say so loudly.
+            report.errors.push(format!(
+                "frame {}: left on the exchange bounce mapping after repeated remap failures",
+                p.b
+            ));
+            return;
+        }
+        match self.memory.commit_exchange(p.a, p.a_at, p.b, p.b_at) {
+            Ok(()) => {
+                report.moved += 2;
+                report.exchanged += 2;
+            }
+            Err(e) => report
+                .errors
+                .push(format!("frames {} and {}: commit failed: {e}", p.a, p.b)),
+        }
+    }
+
+    /// Undoes parking: the bounce area holds the parked frames' latest
+    /// data; put it back in their own slots and map the slots back.
+    fn unpark(&self, p: Pair, parked: &[usize], bounce: &BounceArea) {
+        let fs = self.frame_size() as usize;
+        for (k, f, at) in [(0, p.a, p.a_at), (1, p.b, p.b_at)] {
+            if parked.contains(&f) {
+                // SAFETY: bounce half k and the frame's own slot are whole,
+                // distinct frames of live mappings; the frame is parked on
+                // the bounce (write-protected), so nothing else writes either.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        bounce.view(k) as *const u8,
+                        self.view(at) as *mut u8,
+                        fs,
+                    )
+                };
+                self.restore_mapping(f, at);
+            }
+        }
+    }
+
+    fn abort_pair(&self, p: Pair, why: &str, report: &mut BatchReport) {
+        self.unprotect(&[p.a, p.b]);
+        report.aborted += 2;
+        report
+            .errors
+            .push(format!("frames {} and {}: {why}", p.a, p.b));
+        self.finish_window(report);
+    }
+}
+
+impl Migrator for RemapMigrator {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn migrate(&self, batch: &[Move]) -> BatchReport {
+        let mut bounce = self.serial.lock().unwrap_or_else(PoisonError::into_inner);
+        let started = Instant::now();
+        let mut report = BatchReport {
+            requested: batch.len(),
+            ..Default::default()
+        };
+        let tiers = self.memory.tiers().len();
+        let mut seen = HashSet::new();
+        let mut moves = Vec::new();
+        let mut full: Vec<(usize, Location, usize)> = Vec::new();
+        for m in batch {
+            if !seen.insert(m.frame) {
+                report.skipped += 1;
+                continue;
+            }
+            let from = match self.memory.location(m.frame) {
+                Some(from) if m.to_tier < tiers => from,
+                _ => {
+                    report.aborted += 1;
+                    report.errors.push(format!(
+                        "frame {} to tier {}: no such frame or tier",
+                        m.frame, m.to_tier
+                    ));
+                    continue;
+                }
+            };
+            if from.tier == m.to_tier {
+                report.skipped += 1;
+                continue;
+            }
+            if self.faults.should_fail(Step::Reserve) {
+                report.aborted += 1;
+                report.errors.push(format!(
+                    "frame {}: destination reservation failed (injected)",
+                    m.frame
+                ));
+                continue;
+            }
+            match self.memory.reserve_slot(m.to_tier) {
+                Ok(to) => moves.push(Planned {
+                    frame: m.frame,
+                    from,
+                    to,
+                }),
+                Err(_) => full.push((m.frame, from, m.to_tier)),
+            }
+        }
+        // Pair moves into a full tier with moves out of it.
+        let mut pairs = Vec::new();
+        let mut used = vec![false; full.len()];
+        for i in 0..full.len() {
+            if used[i] {
+                continue;
+            }
+            let (a, a_at, a_to) = full[i];
+            let partner = (i + 1..full.len())
+                .find(|&j| !used[j] && full[j].1.tier == a_to && full[j].2 == a_at.tier);
+            match partner {
+                Some(j) => {
+                    used[i] = true;
+                    used[j] = true;
+                    pairs.push(Pair {
+                        a,
+                        a_at,
+                        b: full[j].0,
+                        b_at: full[j].1,
+                    });
+                }
+                None => {
+                    report.aborted += 1;
+                    let name = self.memory.tiers()[a_to].name();
+                    report.errors.push(format!(
+                        "frame {a}: tier '{name}' is full and no frame leaves it in this batch"
+                    ));
+                }
+            }
+        }
+        self.move_frames(moves, &mut report);
+        if !pairs.is_empty() {
+            if bounce.is_none() {
+                match BounceArea::new(self.frame_size()) {
+                    Ok(area) => *bounce = Some(area),
+                    Err(e) => {
+                        report.aborted += 2 * pairs.len();
+                        report
+                            .errors
+                            .push(format!("{} exchange(s): no bounce area: {e}", pairs.len()));
+                    }
+                }
+            }
+            if let Some(area) = bounce.as_ref() {
+                for p in pairs {
+                    self.exchange(p, area, &mut report);
+                }
+            }
+        }
+        report.total = started.elapsed();
+        report
+    }
+}

@@ -1,0 +1,58 @@
+//! What one migration batch did and what it cost.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// Outcome of [`super::Migrator::migrate`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct BatchReport {
+    /// Moves asked for.
+    pub requested: usize,
+    /// Frames now on their destination tier.
+    pub moved: usize,
+    /// Of `moved`, frames that swapped places with another frame.
+    pub exchanged: usize,
+    /// Moves skipped (frame already there, or named twice).
+    pub skipped: usize,
+    /// Moves not done because a step failed; each was rolled back.
+    pub aborted: usize,
+    /// Bytes copied, re-copies included.
+    pub bytes: u64,
+    /// Pre-copy: 4 KiB pages copied again because the guest dirtied them.
+    pub recopied_pages: u64,
+    /// Time write-protecting (or, pre-copy, tracking) the batch.
+    pub protect: Duration,
+    /// Time copying.
+    pub copy: Duration,
+    /// Time replacing mappings, re-registering and waking.
+    pub remap: Duration,
+    /// Whole call.
+    pub total: Duration,
+    /// Longest time a guest write waited on this batch (0 if none waited).
+    pub stall_max: Duration,
+    /// Every observed write stall of this batch.
+    pub stalls: Vec<Duration>,
+    /// Why moves were aborted (one line per failure).
+    pub errors: Vec<String>,
+}
+
+impl BatchReport {
+    /// Adds `other` to `self` (for totals over many batches).
+    pub fn absorb(&mut self, other: &BatchReport) {
+        self.requested += other.requested;
+        self.moved += other.moved;
+        self.exchanged += other.exchanged;
+        self.skipped += other.skipped;
+        self.aborted += other.aborted;
+        self.bytes += other.bytes;
+        self.recopied_pages += other.recopied_pages;
+        self.protect += other.protect;
+        self.copy += other.copy;
+        self.remap += other.remap;
+        self.total += other.total;
+        self.stall_max = self.stall_max.max(other.stall_max);
+        self.stalls.extend_from_slice(&other.stalls);
+        self.errors.extend(other.errors.iter().cloned());
+    }
+}
