@@ -1,0 +1,106 @@
+//! The `tierbench` command line.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+use crate::size::parse_size;
+use crate::suite::{RunOptions, Selection};
+
+/// tierbench: the tiervisor benchmark harness. Prints result tables on
+/// stdout and progress on stderr; results are ratios against baselines
+/// measured in the same run.
+#[derive(Debug, Parser)]
+#[command(name = "tierbench", version, about)]
+pub struct Cli {
+    /// Suite to run.
+    #[arg(value_enum)]
+    pub suite: Selection,
+    /// CI smoke mode: smaller inputs and fewer repetitions (well under a
+    /// minute on 2 cores).
+    #[arg(long)]
+    pub quick: bool,
+    /// Write machine-readable results (JSON) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write SVG charts into this directory (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub svg: Option<PathBuf>,
+    /// Write the results as a markdown section (command, machine, date,
+    /// tables) to this file, ready for docs/benchmarks.md.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Override the batch size (K/M/G suffixes), e.g. for fast tests.
+    #[arg(long, hide = true, value_parser = parse_size_arg)]
+    pub bytes: Option<u64>,
+}
+
+impl Cli {
+    /// The options handed to every suite.
+    pub fn run_options(&self) -> RunOptions {
+        RunOptions {
+            quick: self.quick,
+            bytes: self.bytes,
+        }
+    }
+}
+
+fn parse_size_arg(text: &str) -> Result<u64, String> {
+    parse_size(text).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn parses_every_option() {
+        let cli = Cli::try_parse_from([
+            "tierbench",
+            "copy",
+            "--quick",
+            "--json",
+            "r.json",
+            "--svg",
+            "svg",
+            "--markdown",
+            "r.md",
+            "--bytes",
+            "4M",
+        ])
+        .unwrap();
+        assert_eq!(cli.suite, Selection::Copy);
+        assert!(cli.quick);
+        assert_eq!(cli.json, Some(PathBuf::from("r.json")));
+        assert_eq!(cli.svg, Some(PathBuf::from("svg")));
+        assert_eq!(cli.markdown, Some(PathBuf::from("r.md")));
+        assert_eq!(
+            cli.run_options(),
+            RunOptions {
+                quick: true,
+                bytes: Some(4 << 20)
+            }
+        );
+    }
+
+    #[test]
+    fn refuses_unknown_suites_and_bad_sizes() {
+        assert!(Cli::try_parse_from(["tierbench", "nope"]).is_err());
+        assert!(Cli::try_parse_from(["tierbench"]).is_err());
+        assert!(Cli::try_parse_from(["tierbench", "copy", "--bytes", "4X"]).is_err());
+    }
+
+    #[test]
+    fn bytes_is_hidden_from_help() {
+        let help = Cli::command().render_help().to_string();
+        assert!(help.contains("--quick"));
+        assert!(!help.contains("--bytes"));
+    }
+
+    #[test]
+    fn command_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+}

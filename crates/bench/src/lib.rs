@@ -1,0 +1,40 @@
+//! tierbench, the benchmark harness of tiervisor (ARCHITECTURE §1,
+//! `crates/bench`).
+//!
+//! The harness runs *suites*; each measures something and reports it as
+//! ratios against baselines measured in the same run, so that numbers from
+//! different machines (or from one machine under different load) can be
+//! compared. The pieces:
+//!
+//! * [`cli`] — the `tierbench` command line;
+//! * [`suite`] — which suites exist, running one, and the result of each;
+//! * [`copy`] — the copy-engine suite (issue 3);
+//! * [`report`] — the whole run (invocation, machine, suite results) as
+//!   text, JSON and markdown; [`output`] writes the files;
+//! * shared tools: [`stats`] and [`bandwidth`] (medians, ratios),
+//!   [`table`], [`plot`] (SVG line charts), [`progress`] (indicatif bars),
+//!   [`memory`] (memfd mappings like guest tiers), [`rng`] (seeded
+//!   shuffles), [`machine`], [`date`], [`invocation`].
+//!
+//! Adding a suite: a module with a `run` function and a serde result type,
+//! one variant in [`suite::Suite`] and in [`suite::SuiteResult`].
+
+pub mod bandwidth;
+pub mod cli;
+pub mod copy;
+pub mod date;
+pub mod invocation;
+pub mod machine;
+pub mod memory;
+pub mod output;
+pub mod plot;
+pub mod progress;
+pub mod report;
+pub mod rng;
+pub mod size;
+pub mod stats;
+pub mod suite;
+pub mod table;
+
+#[cfg(test)]
+mod testing;

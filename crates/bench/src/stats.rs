@@ -1,0 +1,83 @@
+//! Summary statistics of repeated measurements: median and ratios.
+
+/// The median of `samples`: the middle value, or the mean of the two
+/// middle values for an even count. `None` when there are no samples or
+/// one of them is NaN.
+pub fn median(samples: &[f64]) -> Option<f64> {
+    if samples.is_empty() || samples.iter().any(|s| s.is_nan()) {
+        return None;
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    Some(if sorted.len() % 2 == 1 {
+        sorted[mid]
+    } else {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    })
+}
+
+/// `value / baseline`; `None` when the baseline is not a positive finite
+/// number or `value` is not finite (no ratio is better than a wrong one).
+pub fn ratio(value: f64, baseline: f64) -> Option<f64> {
+    (baseline.is_finite() && baseline > 0.0 && value.is_finite()).then(|| value / baseline)
+}
+
+/// Relative spread of samples around their median: `(max - min) / median`.
+/// `None` for no samples or a non-positive median.
+pub fn relative_spread(samples: &[f64]) -> Option<f64> {
+    let median = median(samples)?;
+    let min = samples.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = samples.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    ratio(max - min, median)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_count_is_the_middle_value() {
+        assert_eq!(median(&[5.0, 1.0, 3.0]), Some(3.0));
+        assert_eq!(median(&[2.5]), Some(2.5));
+    }
+
+    #[test]
+    fn median_of_even_count_is_the_mean_of_the_middle_two() {
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+    }
+
+    #[test]
+    fn median_ignores_outliers() {
+        assert_eq!(median(&[1.0, 1000.0, 2.0, 3.0, -50.0]), Some(2.0));
+    }
+
+    #[test]
+    fn median_of_nothing_or_nan_is_none() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[1.0, f64::NAN, 2.0]), None);
+    }
+
+    #[test]
+    fn ratio_divides_by_a_positive_baseline() {
+        assert_eq!(ratio(6.0, 3.0), Some(2.0));
+        assert_eq!(ratio(1.5, 3.0), Some(0.5));
+        assert_eq!(ratio(0.0, 3.0), Some(0.0));
+    }
+
+    #[test]
+    fn ratio_refuses_bad_baselines_and_values() {
+        assert_eq!(ratio(1.0, 0.0), None);
+        assert_eq!(ratio(1.0, -2.0), None);
+        assert_eq!(ratio(1.0, f64::NAN), None);
+        assert_eq!(ratio(1.0, f64::INFINITY), None);
+        assert_eq!(ratio(f64::INFINITY, 1.0), None);
+    }
+
+    #[test]
+    fn spread_is_range_over_median() {
+        assert_eq!(relative_spread(&[9.0, 10.0, 11.0]), Some(0.2));
+        assert_eq!(relative_spread(&[4.0, 4.0]), Some(0.0));
+        assert_eq!(relative_spread(&[]), None);
+    }
+}
