@@ -6,8 +6,10 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use thiserror::Error;
 
-use guest_memory::{BackendSpec, MemoryConfig, Placement, TierSpec};
+use guest_memory::{BackendSpec, Backing, MemoryConfig, Placement, TierSpec};
+use page_copy::EngineSpec;
 
+use crate::migration::{MigrationConfig, MigratorKind};
 use crate::vm::{PayloadSource, VmConfig};
 
 /// The demo workload `tiervisor run` runs without arguments.
@@ -66,6 +68,19 @@ pub struct RunArgs {
         value_name = "fast-first|slow-first|interleave"
     )]
     pub placement: Placement,
+    /// How tiers are backed: one memfd/file per tier (`per-tier`), or one
+    /// memfd for all with tiers as NUMA nodes (`shared-numa`, for the
+    /// kernel migrator).
+    #[arg(long, default_value = "per-tier", value_name = "per-tier|shared-numa")]
+    pub backing: Backing,
+    /// How frames move between tiers: `none`, `remap` (userfaultfd
+    /// write-protect, copy, remap), `remap-precopy` (copy while the guest
+    /// runs, KVM dirty log for the delta) or `kernel` (move_pages).
+    #[arg(long, default_value = "none", value_name = "KIND")]
+    pub migrator: MigratorKind,
+    /// Copy engine of the remap migrators: `cpu`, `threads[:N][:pin]`.
+    #[arg(long, value_name = "SPEC")]
+    pub copy_engine: Option<EngineSpec>,
     /// Write the final report as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub report_json: Option<PathBuf>,
@@ -121,11 +136,17 @@ impl RunArgs {
                 frame_size: self.frame_size,
                 tiers,
                 placement: self.placement,
-                ..MemoryConfig::default()
+                backing: self.backing,
             },
             payload,
             args,
             timeout,
+            migration: MigrationConfig {
+                migrator: self.migrator,
+                copy_engine: self
+                    .copy_engine
+                    .unwrap_or_else(|| MigrationConfig::default().copy_engine),
+            },
         })
     }
 }

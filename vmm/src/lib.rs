@@ -9,6 +9,7 @@ pub mod arch;
 pub mod cli;
 pub mod devices;
 pub mod guest_state;
+pub mod migration;
 pub mod payload;
 pub mod report;
 pub mod status;

@@ -14,12 +14,15 @@ use kvm_ioctls::{Kvm, VmFd};
 use thiserror::Error;
 use vmm_sys_util::signal::Killable;
 
+use access_track::Memslot;
 use guest_abi::GpaRange;
-use guest_memory::{MemoryConfig, TierUsage, TieredMemory};
+use guest_memory::migrate::{HostWriteLog, WriteGuard};
+use guest_memory::{MemoryConfig, Migrator, TierUsage, TieredMemory};
 
 use crate::arch::regs::{self, EntryState, RegsError};
 use crate::devices::hypercall::{HypercallDevice, LogSink};
 use crate::guest_state::GuestState;
+use crate::migration::{self, MigrationConfig, MigrationError};
 use crate::payload::boot::{BootError, BootPlan};
 use crate::payload::elf::{self, ElfError};
 use crate::payload::embedded::WORKLOADS_ELF;
@@ -48,6 +51,8 @@ pub struct VmConfig {
     pub args: String,
     /// Stop the guest after this long.
     pub timeout: Option<Duration>,
+    /// How frames move between tiers.
+    pub migration: MigrationConfig,
 }
 
 /// Errors creating or running a VM.
@@ -97,6 +102,9 @@ pub enum VmError {
     /// A thread could not be started or a signal installed.
     #[error("starting vCPU threads")]
     Thread(#[source] std::io::Error),
+    /// Migration could not be set up.
+    #[error("migration: {0}")]
+    Migration(#[from] MigrationError),
 }
 
 fn kvm_err(what: &'static str) -> impl FnOnce(kvm_ioctls::Error) -> VmError {
@@ -149,17 +157,45 @@ impl VmEnd {
     }
 }
 
+/// Asks a payload to finish gracefully (sets the boot info's stop word);
+/// usable from any thread while the VM runs.
+#[derive(Clone, Debug)]
+pub struct StopHandle {
+    memory: Arc<TieredMemory>,
+    writes: Arc<HostWriteLog>,
+}
+
+impl StopHandle {
+    /// Sets the stop word. The payload ends its current phase, runs its
+    /// final checks and exits.
+    pub fn request(&self) {
+        use vm_memory::Bytes;
+        let gpa = crate::arch::layout::STOP_FLAG_GPA;
+        // The stop word is in RAM (the boot plan wrote it), so this write
+        // cannot fail.
+        let _ = self.writes.write_section(gpa, 8, || {
+            self.memory
+                .guest_memory()
+                .write_slice(&1u64.to_le_bytes(), vm_memory::GuestAddress(gpa))
+        });
+    }
+}
+
 /// A created, not yet running VM.
 #[derive(Debug)]
 pub struct Vm {
-    // Field order is drop order: the VM (and its memslots) goes before the
-    // memory that backs them.
+    // Field order is drop order: vCPUs and the migrator go before the VM
+    // (and its memslots), which goes before the memory that backs them.
     vcpus: Vec<Vcpu>,
-    _vm_fd: VmFd,
+    migrator: Option<Arc<dyn Migrator>>,
+    guard: Option<Arc<WriteGuard>>,
+    _vm_fd: Arc<VmFd>,
     memory: Arc<TieredMemory>,
+    writes: Arc<HostWriteLog>,
     state: Arc<GuestState>,
     stop: Arc<AtomicBool>,
     timeout: Option<Duration>,
+    free: Vec<GpaRange>,
 }
 
 impl Vm {
@@ -207,11 +243,25 @@ impl Vm {
         }
 
         let memory = Arc::new(TieredMemory::new(&config.memory)?);
-        let vm_fd = kvm.create_vm().map_err(kvm_err("creating the VM"))?;
+        let vm_fd = Arc::new(kvm.create_vm().map_err(kvm_err("creating the VM"))?);
+        let dirty_log = config.migration.migrator.needs_dirty_log();
+        if dirty_log {
+            access_track::enable_manual_protect(&vm_fd).map_err(MigrationError::from)?;
+        }
+        let mut memslots = Vec::new();
         for (slot, region) in memory.regions().iter().enumerate() {
+            memslots.push(Memslot {
+                slot: slot as u32,
+                gpa: region.gpa,
+                len: region.len,
+            });
             let slot_region = kvm_userspace_memory_region {
                 slot: slot as u32,
-                flags: 0,
+                flags: if dirty_log {
+                    kvm_bindings::KVM_MEM_LOG_DIRTY_PAGES
+                } else {
+                    0
+                },
                 guest_phys_addr: region.gpa,
                 memory_size: region.len,
                 userspace_addr: region.host_addr,
@@ -234,9 +284,27 @@ impl Vm {
         plan.info.tsc_khz = fds[0].get_tsc_khz().map_or(0, u64::from);
         plan.write(memory.guest_memory(), &image, &config.args)?;
 
+        let ram_end = memory
+            .regions()
+            .iter()
+            .map(|r| r.gpa + r.len)
+            .max()
+            .unwrap_or(0);
+        let writes = Arc::new(HostWriteLog::new(ram_end));
+        let setup = migration::build(&config.migration, &memory, &vm_fd, memslots, &writes)?;
+        let (migrator, guard) = match setup {
+            Some(s) => (Some(s.migrator), s.guard),
+            None => (None, None),
+        };
+
         let state = Arc::new(GuestState::new(config.vcpus));
         let stop = Arc::new(AtomicBool::new(false));
-        let device = HypercallDevice::new(memory.guest_memory().clone(), state.clone(), log);
+        let device = HypercallDevice::new(
+            memory.guest_memory().clone(),
+            state.clone(),
+            log,
+            writes.clone(),
+        );
         let mut vcpus = Vec::new();
         for (index, fd) in (0..config.vcpus).zip(fds) {
             regs::setup_payload_vcpu(
@@ -254,12 +322,41 @@ impl Vm {
         }
         Ok(Vm {
             vcpus,
+            migrator,
+            guard,
             _vm_fd: vm_fd,
             memory,
+            writes,
             state,
             stop,
             timeout: config.timeout,
+            free: plan.info.free().to_vec(),
         })
+    }
+
+    /// The VM's migrator, if one is configured: `migrate(frames, to_tier)`
+    /// for whoever moves frames (the tiering engine, tests, benchmarks).
+    pub fn migrator(&self) -> Option<&Arc<dyn Migrator>> {
+        self.migrator.as_ref()
+    }
+
+    /// The userfaultfd write guard of the remap migrators.
+    pub fn guard(&self) -> Option<&Arc<WriteGuard>> {
+        self.guard.as_ref()
+    }
+
+    /// A handle that asks the payload to finish gracefully.
+    pub fn stop_handle(&self) -> StopHandle {
+        StopHandle {
+            memory: self.memory.clone(),
+            writes: self.writes.clone(),
+        }
+    }
+
+    /// The guest's free RAM as its boot info describes it (where payload
+    /// buffers live).
+    pub fn first_free_range(&self) -> Option<GpaRange> {
+        self.free.first().copied()
     }
 
     /// The guest's shared state (reports, progress).

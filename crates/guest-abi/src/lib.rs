@@ -30,7 +30,7 @@ pub const PAYLOAD_MIN_LOAD_ADDR: u64 = 4 << 20;
 pub const BOOT_INFO_MAGIC: u64 = u64::from_le_bytes(*b"TIERBOOT");
 
 /// Version of this ABI; bumped on any incompatible change.
-pub const ABI_VERSION: u32 = 1;
+pub const ABI_VERSION: u32 = 2;
 
 /// Largest number of RAM ranges described in [`BootInfo`].
 pub const MAX_RANGES: usize = 4;
@@ -83,11 +83,15 @@ pub struct BootInfo {
     pub args_gpa: u64,
     /// Length of the argument string in bytes.
     pub args_len: u64,
+    /// Guest-physical address of the stop word: the VMM sets it non-zero to
+    /// ask the payload to finish its current phase, verify what it must and
+    /// exit 0 (a graceful shutdown). 0 if the VMM offers none.
+    pub stop_gpa: u64,
 }
 
 impl BootInfo {
     /// Encoded size in bytes.
-    pub const SIZE: usize = 8 + 4 + 4 + 8 + 8 + MAX_RANGES * 16 + 8 + MAX_RANGES * 16 + 16;
+    pub const SIZE: usize = 8 + 4 + 4 + 8 + 8 + MAX_RANGES * 16 + 8 + MAX_RANGES * 16 + 24;
 
     /// Encodes the block, magic first.
     pub fn encode(&self) -> [u8; Self::SIZE] {
@@ -108,6 +112,7 @@ impl BootInfo {
         }
         w.u64(self.args_gpa);
         w.u64(self.args_len);
+        w.u64(self.stop_gpa);
         w.finish()
     }
 
@@ -139,6 +144,7 @@ impl BootInfo {
         }
         info.args_gpa = r.u64();
         info.args_len = r.u64();
+        info.stop_gpa = r.u64();
         if info.ram_count as usize > MAX_RANGES || info.free_count as usize > MAX_RANGES {
             return None;
         }
@@ -377,6 +383,7 @@ mod tests {
             free_count: 1,
             args_gpa: 0x3000,
             args_len: 6,
+            stop_gpa: 0x2800,
             ..Default::default()
         };
         info.ram[0] = GpaRange {

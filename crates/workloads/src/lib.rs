@@ -20,6 +20,7 @@ mod ground_truth;
 mod kinds;
 mod layout;
 mod math;
+mod memcheck_image;
 mod message;
 mod meter;
 mod number;
@@ -35,6 +36,7 @@ mod test_support;
 
 pub use entry::guest_main;
 pub use layout::{CHUNK_BYTES, Layout, PAGE_BYTES};
+pub use memcheck_image::{ImageCheck, check_memcheck_image};
 pub use message::MessageBuf;
 pub use meter::{FALLBACK_OPS_PER_SECOND, PROGRESS_INTERVAL_NS};
 pub use number::ByteSize;

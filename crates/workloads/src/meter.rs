@@ -82,13 +82,18 @@ impl<'p, P: Platform> PhaseMeter<'p, P> {
             };
             self.next_progress = now.saturating_add(interval);
         }
-        Ok(self.end.is_some_and(|end| now >= end))
+        Ok(self.end.is_some_and(|end| now >= end) || self.platform.stop_requested())
     }
 
-    /// Whether the phase's time (or op budget) is used up; never for phases
-    /// without one.
+    /// Whether the phase's time (or op budget) is used up, or the VMM asked
+    /// the run to stop.
     pub fn expired(&self) -> bool {
-        self.end.is_some_and(|end| self.position() >= end)
+        self.end.is_some_and(|end| self.position() >= end) || self.platform.stop_requested()
+    }
+
+    /// Whether the VMM asked the run to stop: the phase ends early.
+    pub fn stop_requested(&self) -> bool {
+        self.platform.stop_requested()
     }
 
     /// Whether this phase has an end of its own.

@@ -26,6 +26,18 @@ pub trait Platform {
     /// Waits until every vCPU of the run has called `barrier` as often as
     /// this one.
     fn barrier(&self);
+
+    /// A barrier that also returns whether any vCPU voted `true`, the same
+    /// answer on every vCPU. Without other vCPUs: the own vote.
+    fn barrier_vote(&self, vote: bool) -> bool {
+        self.barrier();
+        vote
+    }
+
+    /// Whether the VMM asked the payload to stop (BootInfo `stop_gpa`).
+    fn stop_requested(&self) -> bool {
+        false
+    }
 }
 
 /// Guest memory as the payload sees it.
@@ -59,6 +71,8 @@ pub(crate) fn send<P: Platform>(platform: &P, op: Op, args: [u64; 4]) -> Result<
 pub struct SpinBarrier {
     arrived: AtomicU32,
     generation: AtomicU32,
+    /// Votes of the current and the next generation (see `wait_vote`).
+    votes: [AtomicU32; 2],
 }
 
 impl SpinBarrier {
@@ -67,22 +81,37 @@ impl SpinBarrier {
         SpinBarrier {
             arrived: AtomicU32::new(0),
             generation: AtomicU32::new(0),
+            votes: [AtomicU32::new(0), AtomicU32::new(0)],
         }
     }
 
     /// Waits until `parties` callers (this one included) have arrived.
     pub fn wait(&self, parties: u32) {
+        self.wait_vote(parties, false);
+    }
+
+    /// Like [`SpinBarrier::wait`]; returns whether any party voted `true`.
+    /// Generation g collects votes in cell g % 2; the last arriver clears
+    /// the other cell before releasing, and nobody can vote into it again
+    /// before every party has read this generation's cell.
+    pub fn wait_vote(&self, parties: u32, vote: bool) -> bool {
         let generation = self.generation.load(Ordering::Acquire);
+        let cell = &self.votes[(generation % 2) as usize];
+        if vote {
+            cell.fetch_or(1, Ordering::AcqRel);
+        }
         if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 >= parties {
             // Reset before releasing: nobody can arrive again until the
             // generation moves.
             self.arrived.store(0, Ordering::Relaxed);
+            self.votes[((generation + 1) % 2) as usize].store(0, Ordering::Relaxed);
             self.generation.fetch_add(1, Ordering::Release);
         } else {
             while self.generation.load(Ordering::Acquire) == generation {
                 spin_loop();
             }
         }
+        cell.load(Ordering::Acquire) != 0
     }
 }
 

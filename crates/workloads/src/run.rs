@@ -170,11 +170,17 @@ fn drive<P: Platform, W: Workload>(
         }
         let mut meter = PhaseMeter::start(platform, phase, spec.phase_ms);
         workload.run_phase(&mut meter)?;
-        if phase + 1 == spec.phases {
+        // Every vCPU must agree on the last phase, or one would wait at the
+        // next barrier forever: they vote on the VMM's stop request.
+        let last = phase + 1 == spec.phases || platform.barrier_vote(platform.stop_requested());
+        if last {
             workload.finish(&mut meter)?;
         }
         let (ops, bytes, nanos) = meter.finish();
         send(platform, Op::Report, [p, ops, bytes, nanos])?;
+        if last {
+            break;
+        }
     }
     Ok(())
 }
@@ -182,6 +188,44 @@ fn drive<P: Platform, W: Workload>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stop_request_ends_every_vcpu_after_the_same_phase() {
+        use crate::test_support::{Event, FakeGuest, reports, run_vm};
+        for spec in [
+            "memcheck:phases=50,seconds=0.01",
+            "hotset:phases=50,seconds=0.01",
+            "memcheck:rounds=1000000",
+        ] {
+            let guest = FakeGuest::booted(4 << 20, 3, spec);
+            // Stop once vCPU 1 has reported phase 0 (memcheck in rounds
+            // mode has only phase 0: once it reports progress there).
+            let hook = |v: u32, e: &Event| {
+                let due = match e {
+                    Event::Report { phase: 0, .. } => true,
+                    Event::Progress { .. } => spec.contains("rounds"),
+                    _ => false,
+                };
+                if v == 1 && due {
+                    guest.request_stop();
+                }
+            };
+            let per_vcpu = run_vm(&guest, 3, Some(100_000), Some(&hook));
+            let counts: Vec<usize> = per_vcpu.iter().map(|ev| reports(ev).len()).collect();
+            assert!(counts[0] < 50, "{spec}: stopped early: {counts:?}");
+            assert!(
+                counts.iter().all(|&c| c == counts[0]),
+                "{spec}: same last phase: {counts:?}"
+            );
+            for ev in &per_vcpu {
+                assert_eq!(
+                    ev.last(),
+                    Some(&Event::Exit(0)),
+                    "{spec}: clean exit, final check passed"
+                );
+            }
+        }
+    }
 
     #[test]
     fn warm_up_keeps_data() {

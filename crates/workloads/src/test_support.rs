@@ -28,6 +28,7 @@ pub(crate) const RAM_BASE: u64 = 8 << 20;
 pub(crate) struct FakeGuest {
     low: Vec<u8>,
     ram: Vec<AtomicU64>,
+    stop: std::sync::atomic::AtomicBool,
 }
 
 impl FakeGuest {
@@ -36,7 +37,18 @@ impl FakeGuest {
         FakeGuest {
             low: vec![0; LOW_END as usize],
             ram: (0..ram_bytes / 8).map(|_| AtomicU64::new(0)).collect(),
+            stop: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Sets the stop word, as the VMM does for a graceful shutdown.
+    pub fn request_stop(&self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether the stop word is set.
+    pub fn stop_requested(&self) -> bool {
+        self.stop.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// A guest booted for `vcpus` vCPUs with `args`.
@@ -280,6 +292,17 @@ impl Platform for Recorder<'_> {
         if let Some((b, parties)) = self.barrier {
             b.wait(parties);
         }
+    }
+
+    fn barrier_vote(&self, vote: bool) -> bool {
+        match self.barrier {
+            Some((b, parties)) => b.wait_vote(parties, vote),
+            None => vote,
+        }
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.guest.stop_requested()
     }
 }
 

@@ -5,6 +5,9 @@
 pub const GDT_GPA: u64 = 0x1000;
 /// Boot information block ([`guest_abi::BootInfo`]).
 pub const BOOT_INFO_GPA: u64 = 0x2000;
+/// The stop word ([`guest_abi::BootInfo::stop_gpa`]): the VMM sets it to
+/// ask the payload to finish gracefully.
+pub const STOP_FLAG_GPA: u64 = 0x2800;
 /// Argument string, up to [`guest_abi::MAX_ARGS_LEN`] bytes.
 pub const ARGS_GPA: u64 = 0x3000;
 /// 64-bit task-state segment with an I/O permission bitmap. Under PVM,
@@ -22,4 +25,5 @@ pub const VCPU_STACK_SIZE: u64 = 256 << 10;
 const _: () = assert!(TSS_GPA + super::gdt::TSS_SIZE <= PAGE_TABLES_GPA);
 const _: () = assert!(ARGS_GPA + guest_abi::MAX_ARGS_LEN as u64 <= TSS_GPA);
 const _: () = assert!(ARGS_GPA + guest_abi::MAX_ARGS_LEN as u64 <= PAGE_TABLES_GPA);
-const _: () = assert!(BOOT_INFO_GPA + guest_abi::BootInfo::SIZE as u64 <= ARGS_GPA);
+const _: () = assert!(BOOT_INFO_GPA + guest_abi::BootInfo::SIZE as u64 <= STOP_FLAG_GPA);
+const _: () = assert!(STOP_FLAG_GPA + 8 <= ARGS_GPA);

@@ -15,6 +15,7 @@ use thiserror::Error;
 use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
 
 use guest_abi::{AccessRange, MAX_GROUND_TRUTH_RANGES, MAX_LOG_LEN, Op, Request, Status};
+use guest_memory::migrate::HostWriteLog;
 
 use crate::guest_state::{GuestState, PhaseReport};
 
@@ -94,6 +95,7 @@ pub struct HypercallDevice {
     mem: GuestMemoryMmap,
     state: Arc<GuestState>,
     log: LogSink,
+    writes: Arc<HostWriteLog>,
 }
 
 impl std::fmt::Debug for HypercallDevice {
@@ -103,9 +105,20 @@ impl std::fmt::Debug for HypercallDevice {
 }
 
 impl HypercallDevice {
-    /// A device over `mem` recording into `state`.
-    pub fn new(mem: GuestMemoryMmap, state: Arc<GuestState>, log: LogSink) -> Self {
-        HypercallDevice { mem, state, log }
+    /// A device over `mem` recording into `state`; its writes to guest
+    /// memory are announced in `writes` (pre-copy migration reads it).
+    pub fn new(
+        mem: GuestMemoryMmap,
+        state: Arc<GuestState>,
+        log: LogSink,
+        writes: Arc<HostWriteLog>,
+    ) -> Self {
+        HypercallDevice {
+            mem,
+            state,
+            log,
+            writes,
+        }
     }
 
     /// Handles an `out` from `vcpu` to `port`.
@@ -135,8 +148,11 @@ impl HypercallDevice {
         let outcome = self.dispatch(vcpu, op, &req.args)?;
         // The request was validated when read, so the status write is in RAM.
         let status = (Status::Ok as u32).to_le_bytes();
-        self.mem
-            .write_slice(&status, GuestAddress(gpa + Request::STATUS_OFFSET))
+        let at = gpa + Request::STATUS_OFFSET;
+        self.writes
+            .write_section(at, status.len() as u64, || {
+                self.mem.write_slice(&status, GuestAddress(at))
+            })
             .map_err(|_| HypercallError::RequestOutsideRam(gpa))?;
         Ok(outcome)
     }
@@ -287,7 +303,12 @@ mod tests {
         let lines = Arc::new(Mutex::new(Vec::new()));
         let sink = lines.clone();
         let log: LogSink = Arc::new(move |_, l| sink.lock().unwrap().push(l.to_string()));
-        (HypercallDevice::new(mem, state.clone(), log), state, lines)
+        let writes = Arc::new(HostWriteLog::new(1 << 20));
+        (
+            HypercallDevice::new(mem, state.clone(), log, writes),
+            state,
+            lines,
+        )
     }
 
     fn call(dev: &HypercallDevice, gpa: u64, req: Request) -> Result<Outcome, HypercallError> {

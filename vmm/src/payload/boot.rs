@@ -8,7 +8,7 @@ use vm_memory::{Bytes, GuestAddress, GuestMemoryMmap};
 use guest_abi::{ABI_VERSION, BootInfo, GpaRange, MAX_ARGS_LEN, MAX_RANGES};
 
 use crate::arch::gdt;
-use crate::arch::layout::{ARGS_GPA, BOOT_INFO_GPA, TSS_GPA, VCPU_STACK_SIZE};
+use crate::arch::layout::{ARGS_GPA, BOOT_INFO_GPA, STOP_FLAG_GPA, TSS_GPA, VCPU_STACK_SIZE};
 use crate::arch::paging::{PageTables, PagingError};
 use crate::payload::elf::PayloadImage;
 
@@ -91,6 +91,7 @@ impl BootPlan {
             tsc_khz,
             args_gpa: ARGS_GPA,
             args_len: args.len() as u64,
+            stop_gpa: STOP_FLAG_GPA,
             ..Default::default()
         };
         for (slot, r) in info.ram.iter_mut().zip(ram) {
@@ -143,6 +144,7 @@ impl BootPlan {
         write("TSS", TSS_GPA, &gdt::tss_bytes())?;
         write("page tables", PageTables::base(), self.page_tables.bytes())?;
         write("boot info", BOOT_INFO_GPA, &self.info.encode())?;
+        write("stop word", STOP_FLAG_GPA, &0u64.to_le_bytes())?;
         write("arguments", ARGS_GPA, args.as_bytes())?;
         for seg in &image.segments {
             let data = &image.bytes[seg.file_range.clone()];

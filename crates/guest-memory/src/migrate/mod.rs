@@ -19,7 +19,7 @@ mod report;
 
 use std::fmt::Debug;
 
-pub use dirty::{CombinedDirty, DirtyError, DirtySource, HostWriteLog};
+pub use dirty::{CombinedDirty, DirtyError, DirtySource, GpaSpan, HostWriteLog};
 pub use faults::{FaultInjection, Step};
 pub use guard::{GuardError, WriteGuard};
 pub use kernel::{KernelError, KernelMigrator};

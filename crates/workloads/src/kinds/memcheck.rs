@@ -112,10 +112,12 @@ impl Workload for Memcheck<'_> {
             self.pass(meter, Some(self.round + 1))?;
             self.round += 1;
             done += 1;
+            // Rounds always complete, so the final check knows each word's
+            // round; a stop request ends the phase after the current one.
             let over = if meter.is_timed() {
                 meter.expired()
             } else {
-                done >= self.rounds_per_phase
+                done >= self.rounds_per_phase || meter.stop_requested()
             };
             if over {
                 return Ok(());

@@ -53,21 +53,26 @@ pub struct GuestPlatform {
     /// Nanoseconds per TSC tick in 32.32 fixed point; 0 without a clock.
     ns_per_tick_q32: u64,
     vcpus: u32,
+    /// The VMM's stop word (0: none offered).
+    stop_gpa: u64,
 }
 
 impl GuestPlatform {
     /// The platform for a run of `vcpus` vCPUs; the clock rate comes from
     /// the boot info (no clock if it is unreadable or says 0 kHz).
     pub fn new(memory: &IdentityMemory, vcpus: u64, boot_info_gpa: u64) -> Self {
-        let tsc_khz = memory
+        let info = memory
             .bytes(boot_info_gpa, BootInfo::SIZE as u64)
             .and_then(|b| b.try_into().ok())
-            .and_then(BootInfo::decode)
-            .map_or(0, |info| info.tsc_khz);
+            .and_then(BootInfo::decode);
+        let tsc_khz = info.map_or(0, |i| i.tsc_khz);
+        let stop_gpa = info.map_or(0, |i| i.stop_gpa);
         GuestPlatform {
             // 10^6 ns per ms over ticks per ms.
             ns_per_tick_q32: (1_000_000u64 << 32).checked_div(tsc_khz).unwrap_or(0),
             vcpus: u32::try_from(vcpus).unwrap_or(u32::MAX),
+            // Only an aligned word can be read atomically.
+            stop_gpa: if stop_gpa % 8 == 0 { stop_gpa } else { 0 },
         }
     }
 
@@ -76,6 +81,7 @@ impl GuestPlatform {
         GuestPlatform {
             ns_per_tick_q32: 0,
             vcpus: 1,
+            stop_gpa: 0,
         }
     }
 
@@ -134,5 +140,19 @@ impl Platform for GuestPlatform {
 
     fn barrier(&self) {
         BARRIER.wait(self.vcpus);
+    }
+
+    fn barrier_vote(&self, vote: bool) -> bool {
+        BARRIER.wait_vote(self.vcpus, vote)
+    }
+
+    fn stop_requested(&self) -> bool {
+        if self.stop_gpa == 0 {
+            return false;
+        }
+        // SAFETY: the VMM identity-maps RAM and put an aligned u64 at
+        // `stop_gpa` (below the image); a volatile read sees the VMM's
+        // write, which happens behind the compiler's back.
+        unsafe { ptr::read_volatile(self.stop_gpa as *const u64) != 0 }
     }
 }

@@ -1,0 +1,318 @@
+//! The single owner of a VM's KVM dirty log.
+//!
+//! Memslots are registered with `KVM_MEM_LOG_DIRTY_PAGES` and the VM with
+//! `KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2` (bits initially set, so enabling
+//! logging costs nothing until a range is first cleared). A *harvest* reads
+//! a slot's bitmap (`KVM_GET_DIRTY_LOG`, which does not clear with manual
+//! protection), clears the set bits of the harvested range in KVM
+//! (`KVM_CLEAR_DIRTY_LOG`, which write-protects those pages again so the
+//! next write re-marks them) and ORs them into every consumer's pending
+//! bitmap. Each consumer then takes its own pending bits.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use kvm_bindings::{
+    KVM_DIRTY_LOG_INITIALLY_SET, KVM_DIRTY_LOG_MANUAL_PROTECT_ENABLE, kvm_clear_dirty_log,
+    kvm_enable_cap,
+};
+use kvm_ioctls::VmFd;
+use thiserror::Error;
+
+use guest_memory::migrate::{DirtyError, DirtySource, GpaSpan};
+
+const PAGE: u64 = 4096;
+const KVMIO: u64 = 0xae;
+/// `_IOWR(KVMIO, 0xc0, struct kvm_clear_dirty_log)`.
+const KVM_CLEAR_DIRTY_LOG: u64 =
+    (3 << 30) | ((std::mem::size_of::<kvm_clear_dirty_log>() as u64) << 16) | (KVMIO << 8) | 0xc0;
+
+/// Errors of the dirty log.
+#[derive(Debug, Error)]
+pub enum DirtyLogError {
+    /// The host KVM lacks manual dirty-log protection.
+    #[error("host KVM lacks KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2")]
+    NoManualProtect,
+    /// Enabling the capability failed.
+    #[error("enabling manual dirty-log protection")]
+    Enable(#[source] kvm_ioctls::Error),
+    /// Reading the log failed.
+    #[error("KVM_GET_DIRTY_LOG on slot {slot}")]
+    Get {
+        /// The memslot.
+        slot: u32,
+        /// The error.
+        #[source]
+        source: kvm_ioctls::Error,
+    },
+    /// Clearing the log failed.
+    #[error("KVM_CLEAR_DIRTY_LOG on slot {slot}")]
+    Clear {
+        /// The memslot.
+        slot: u32,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Turns on manual dirty-log protection (bits initially set). Call before
+/// registering memslots with `KVM_MEM_LOG_DIRTY_PAGES`.
+pub fn enable_manual_protect(vm: &VmFd) -> Result<(), DirtyLogError> {
+    if vm.check_extension_raw(u64::from(kvm_bindings::KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2)) <= 0 {
+        return Err(DirtyLogError::NoManualProtect);
+    }
+    let cap = kvm_enable_cap {
+        cap: kvm_bindings::KVM_CAP_MANUAL_DIRTY_LOG_PROTECT2,
+        args: [
+            u64::from(KVM_DIRTY_LOG_MANUAL_PROTECT_ENABLE | KVM_DIRTY_LOG_INITIALLY_SET),
+            0,
+            0,
+            0,
+        ],
+        ..Default::default()
+    };
+    vm.enable_cap(&cap).map_err(DirtyLogError::Enable)
+}
+
+/// A memslot with dirty logging on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Memslot {
+    /// Slot number.
+    pub slot: u32,
+    /// First guest-physical address.
+    pub gpa: u64,
+    /// Length in bytes (a multiple of 4 KiB).
+    pub len: u64,
+}
+
+impl Memslot {
+    fn pages(&self) -> u64 {
+        self.len / PAGE
+    }
+}
+
+/// Pending bits of one consumer, one per 4 KiB page of each memslot.
+#[derive(Debug)]
+struct Pending {
+    slots: Vec<Vec<AtomicU64>>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    vm: Arc<VmFd>,
+    slots: Vec<Memslot>,
+    consumers: Mutex<Vec<Arc<Pending>>>,
+    /// Serializes harvests (one GET+CLEAR at a time).
+    harvest: Mutex<()>,
+}
+
+/// The owner of a VM's dirty log.
+#[derive(Clone, Debug)]
+pub struct KvmDirtyLog {
+    shared: Arc<Shared>,
+}
+
+/// One consumer's view of the dirty log.
+#[derive(Debug)]
+pub struct DirtyConsumer {
+    log: KvmDirtyLog,
+    pending: Arc<Pending>,
+}
+
+impl KvmDirtyLog {
+    /// The log of `vm`, whose `slots` have dirty logging on.
+    pub fn new(vm: Arc<VmFd>, slots: Vec<Memslot>) -> Self {
+        KvmDirtyLog {
+            shared: Arc::new(Shared {
+                vm,
+                slots,
+                consumers: Mutex::default(),
+                harvest: Mutex::default(),
+            }),
+        }
+    }
+
+    /// A new consumer; it sees writes from the next harvest on.
+    pub fn subscribe(&self) -> DirtyConsumer {
+        let pending = Arc::new(Pending {
+            slots: self
+                .shared
+                .slots
+                .iter()
+                .map(|s| {
+                    (0..s.pages().div_ceil(64))
+                        .map(|_| AtomicU64::new(0))
+                        .collect()
+                })
+                .collect(),
+        });
+        self.shared
+            .consumers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(pending.clone());
+        DirtyConsumer {
+            log: self.clone(),
+            pending,
+        }
+    }
+
+    /// The slot index and page range `[first, end)` of `span` in it.
+    fn locate(&self, span: GpaSpan) -> Option<(usize, u64, u64)> {
+        let (gpa, len) = span;
+        let i = self
+            .shared
+            .slots
+            .iter()
+            .position(|s| s.gpa <= gpa && gpa < s.gpa + s.len)?;
+        let s = self.shared.slots[i];
+        let first = (gpa - s.gpa) / PAGE;
+        let end = ((gpa + len).min(s.gpa + s.len) - s.gpa).div_ceil(PAGE);
+        Some((i, first, end))
+    }
+
+    /// Moves KVM's dirty bits of `spans` into every consumer's pending
+    /// bitmap and clears (re-protects) them in KVM.
+    fn harvest(&self, spans: &[GpaSpan]) -> Result<(), DirtyLogError> {
+        let _one = self
+            .shared
+            .harvest
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let consumers = self
+            .shared
+            .consumers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let mut by_slot: Vec<Vec<(u64, u64)>> = vec![Vec::new(); self.shared.slots.len()];
+        for &span in spans {
+            if let Some((i, first, end)) = self.locate(span) {
+                by_slot[i].push((first, end));
+            }
+        }
+        for (i, ranges) in by_slot.iter().enumerate().filter(|(_, r)| !r.is_empty()) {
+            let slot = self.shared.slots[i];
+            let bitmap = self
+                .shared
+                .vm
+                .get_dirty_log(slot.slot, slot.len as usize)
+                .map_err(|source| DirtyLogError::Get {
+                    slot: slot.slot,
+                    source,
+                })?;
+            // Only the requested ranges are harvested: other pages keep
+            // their bits in KVM for a later harvest.
+            let mut mine = vec![0u64; bitmap.len()];
+            for &(first, end) in ranges {
+                for page in first..end {
+                    let (w, b) = ((page / 64) as usize, 1u64 << (page % 64));
+                    if bitmap.get(w).is_some_and(|word| word & b != 0) {
+                        mine[w] |= b;
+                    }
+                }
+            }
+            self.clear(slot, &mine)?;
+            for c in &consumers {
+                for (w, bits) in mine.iter().enumerate().filter(|(_, b)| **b != 0) {
+                    c.slots[i][w].fetch_or(*bits, Ordering::SeqCst);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `KVM_CLEAR_DIRTY_LOG` for the set bits of `bits` (a whole-slot
+    /// bitmap), in 64-page aligned windows as the API requires.
+    fn clear(&self, slot: Memslot, bits: &[u64]) -> Result<(), DirtyLogError> {
+        let pages = slot.pages();
+        let mut w = 0;
+        while w < bits.len() {
+            if bits[w] == 0 {
+                w += 1;
+                continue;
+            }
+            let start = w;
+            while w < bits.len() && bits[w] != 0 {
+                w += 1;
+            }
+            let first_page = start as u64 * 64;
+            let num_pages = ((w - start) as u64 * 64).min(pages - first_page);
+            let mut window: Vec<u64> = bits[start..w].to_vec();
+            let mut arg = kvm_clear_dirty_log {
+                slot: slot.slot,
+                num_pages: num_pages as u32,
+                first_page,
+                ..Default::default()
+            };
+            arg.__bindgen_anon_1.dirty_bitmap = window.as_mut_ptr().cast();
+            // SAFETY: `arg` is a valid kvm_clear_dirty_log whose bitmap
+            // points to `window`, which covers `num_pages` bits and lives
+            // across the call; KVM only reads it.
+            let rc = unsafe {
+                libc::ioctl(
+                    std::os::fd::AsRawFd::as_raw_fd(&*self.shared.vm),
+                    KVM_CLEAR_DIRTY_LOG as libc::c_ulong,
+                    &arg,
+                )
+            };
+            if rc < 0 {
+                return Err(DirtyLogError::Clear {
+                    slot: slot.slot,
+                    source: std::io::Error::last_os_error(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl DirtyConsumer {
+    fn take_pending(&self, spans: &[GpaSpan], out: Option<&mut Vec<u64>>) {
+        let mut out = out;
+        for &span in spans {
+            let Some((i, first, end)) = self.log.locate(span) else {
+                continue;
+            };
+            let base = self.log.shared.slots[i].gpa;
+            for page in first..end {
+                let (w, b) = ((page / 64) as usize, 1u64 << (page % 64));
+                if self.pending.slots[i][w].fetch_and(!b, Ordering::SeqCst) & b != 0 {
+                    if let Some(out) = out.as_deref_mut() {
+                        out.push(base + page * PAGE);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl DirtySource for DirtyConsumer {
+    fn reset(&self, spans: &[GpaSpan]) -> Result<(), DirtyError> {
+        self.log
+            .harvest(spans)
+            .map_err(|e| DirtyError(e.to_string()))?;
+        self.take_pending(spans, None);
+        Ok(())
+    }
+
+    fn take(&self, spans: &[GpaSpan], out: &mut Vec<u64>) -> Result<(), DirtyError> {
+        self.log
+            .harvest(spans)
+            .map_err(|e| DirtyError(e.to_string()))?;
+        self.take_pending(spans, Some(out));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clear_ioctl_number_matches_the_uapi() {
+        // linux/kvm.h: _IOWR(KVMIO, 0xc0, struct kvm_clear_dirty_log), 24 bytes.
+        assert_eq!(KVM_CLEAR_DIRTY_LOG, 0xc018_aec0);
+    }
+}

@@ -1,0 +1,141 @@
+//! Which migrator a VM uses and what it needs from the VMM: the userfaultfd
+//! write guard (remap), the KVM dirty log and host write log (pre-copy),
+//! and the copy engine.
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use kvm_ioctls::VmFd;
+use thiserror::Error;
+
+use access_track::{DirtyLogError, KvmDirtyLog, Memslot};
+use guest_memory::migrate::{
+    CombinedDirty, GuardError, HostWriteLog, KernelError, KernelMigrator, PrecopyConfig,
+    RemapError, RemapMigrator, WriteGuard,
+};
+use guest_memory::{Migrator, TieredMemory};
+use page_copy::{CopyError, EngineSpec, engine_from_spec};
+
+/// The migrators a VM can use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MigratorKind {
+    /// No migration (frames stay where initial placement put them).
+    #[default]
+    None,
+    /// userfaultfd write-protect → copy → remap.
+    Remap,
+    /// Remap with pre-copy over the KVM dirty log.
+    RemapPrecopy,
+    /// `move_pages(2)` between NUMA nodes (shared-numa backing).
+    Kernel,
+}
+
+impl MigratorKind {
+    /// Whether memslots need dirty logging.
+    pub fn needs_dirty_log(self) -> bool {
+        self == MigratorKind::RemapPrecopy
+    }
+}
+
+impl FromStr for MigratorKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "none" => MigratorKind::None,
+            "remap" => MigratorKind::Remap,
+            "remap-precopy" => MigratorKind::RemapPrecopy,
+            "kernel" => MigratorKind::Kernel,
+            _ => {
+                return Err(format!(
+                    "unknown migrator '{s}' (none, remap, remap-precopy, kernel)"
+                ));
+            }
+        })
+    }
+}
+
+/// Migration settings of a VM.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MigrationConfig {
+    /// The migrator.
+    pub migrator: MigratorKind,
+    /// Copy engine of the remap migrators.
+    pub copy_engine: EngineSpec,
+}
+
+impl Default for MigrationConfig {
+    fn default() -> Self {
+        MigrationConfig {
+            migrator: MigratorKind::None,
+            copy_engine: EngineSpec::Threads {
+                workers: page_copy::default_workers(),
+                pin: false,
+            },
+        }
+    }
+}
+
+/// Errors setting up migration.
+#[derive(Debug, Error)]
+pub enum MigrationError {
+    /// The write guard could not be set up.
+    #[error("userfaultfd guard")]
+    Guard(#[from] GuardError),
+    /// The dirty log could not be enabled.
+    #[error("KVM dirty log")]
+    DirtyLog(#[from] DirtyLogError),
+    /// The copy engine could not be built.
+    #[error("copy engine")]
+    Engine(#[from] CopyError),
+    /// The remap migrator refused the memory.
+    #[error(transparent)]
+    Remap(#[from] RemapError),
+    /// The kernel migrator refused the memory.
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+}
+
+/// A VM's migrator and the parts it keeps alive.
+#[derive(Debug)]
+pub struct MigrationSetup {
+    /// The migrator.
+    pub migrator: Arc<dyn Migrator>,
+    /// The write guard (remap migrators).
+    pub guard: Option<Arc<WriteGuard>>,
+}
+
+/// Builds the migrator of `cfg` over `memory`. `slots` are the memslots
+/// (with dirty logging on when the migrator needs it), `host_writes` the
+/// log VMM threads write guest memory through.
+pub fn build(
+    cfg: &MigrationConfig,
+    memory: &Arc<TieredMemory>,
+    vm: &Arc<VmFd>,
+    slots: Vec<Memslot>,
+    host_writes: &Arc<HostWriteLog>,
+) -> Result<Option<MigrationSetup>, MigrationError> {
+    let remap = |precopy: Option<PrecopyConfig>| -> Result<MigrationSetup, MigrationError> {
+        let guard = Arc::new(WriteGuard::new(memory.regions())?);
+        let engine = engine_from_spec(&cfg.copy_engine)?;
+        let migrator = RemapMigrator::new(memory.clone(), guard.clone(), engine, precopy)?;
+        Ok(MigrationSetup {
+            migrator: Arc::new(migrator),
+            guard: Some(guard),
+        })
+    };
+    Ok(Some(match cfg.migrator {
+        MigratorKind::None => return Ok(None),
+        MigratorKind::Remap => remap(None)?,
+        MigratorKind::RemapPrecopy => {
+            host_writes.enable();
+            let kvm = KvmDirtyLog::new(vm.clone(), slots).subscribe();
+            let dirty = CombinedDirty(vec![Arc::new(kvm), host_writes.clone()]);
+            remap(Some(PrecopyConfig::new(Arc::new(dirty))))?
+        }
+        MigratorKind::Kernel => MigrationSetup {
+            migrator: Arc::new(KernelMigrator::new(memory.clone())?),
+            guard: None,
+        },
+    }))
+}

@@ -1,0 +1,205 @@
+//! Live migration under fire on real KVM: a `memcheck` guest on 2 vCPUs
+//! writes and verifies its round pattern over 64 frames while a migrator
+//! thread moves random frames between the two tiers. When the migrations
+//! are done the VMM asks the guest to stop; the guest verifies everything
+//! and exits 0, then the VMM checks the whole image itself (through the
+//! guest mapping), the mappings against the placement map, and that every
+//! released slot was given back to the host.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use guest_memory::{BatchReport, Migrator, Move, Placement, TierSpec};
+use vm_memory::{Bytes, GuestAddress};
+use vmm::devices::hypercall::LogSink;
+use vmm::migration::{MigrationConfig, MigratorKind};
+use vmm::vm::{PayloadSource, Vm, VmConfig, VmEnd};
+use workloads::{ImageCheck, Spec, check_memcheck_image};
+
+const FRAME: u64 = 64 << 10;
+const BUFFER_FRAMES: u64 = 64;
+const MEMORY: u64 = 16 << 20;
+
+fn tier(name: &str, size: u64) -> TierSpec {
+    format!("name={name},backend=memfd,size={}K", size / 1024)
+        .parse()
+        .unwrap()
+}
+
+struct Outcome {
+    end: VmEnd,
+    total: BatchReport,
+    log: Vec<String>,
+}
+
+/// Boots memcheck over 64 frames and runs `drive` (the migrator thread)
+/// alongside; returns once the guest has exited.
+fn under_fire(
+    kind: MigratorKind,
+    full_tiers: bool,
+    drive: impl FnOnce(&dyn Migrator, &[usize], &dyn Fn(usize) -> usize) -> BatchReport + Send,
+) -> Outcome {
+    let (fast, slow) = if full_tiers {
+        (MEMORY / 2, MEMORY / 2)
+    } else {
+        (MEMORY, MEMORY)
+    };
+    let args = format!(
+        "memcheck:size={}K,seconds=300",
+        BUFFER_FRAMES * FRAME / 1024
+    );
+    let config = VmConfig {
+        vcpus: 2,
+        memory: guest_memory::MemoryConfig {
+            size: MEMORY,
+            frame_size: FRAME,
+            tiers: vec![tier("fast", fast), tier("slow", slow)],
+            placement: Placement::Interleave,
+            ..Default::default()
+        },
+        payload: PayloadSource::Embedded,
+        args: args.clone(),
+        timeout: Some(Duration::from_secs(240)),
+        migration: MigrationConfig {
+            migrator: kind,
+            ..Default::default()
+        },
+    };
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    let log: LogSink = Arc::new(move |v, l| sink.lock().unwrap().push(format!("vcpu{v}: {l}")));
+    let mut vm = Vm::new(&config, log).unwrap();
+    let migrator = vm.migrator().unwrap().clone();
+    let memory = vm.memory().clone();
+    let free = vm.first_free_range().unwrap();
+    let first = memory.frames().frame_of_gpa(free.start).unwrap();
+    let buffer: Vec<usize> = (first..first + BUFFER_FRAMES as usize).collect();
+    let stop = vm.stop_handle();
+    let (end, total) = std::thread::scope(|s| {
+        let mover = s.spawn(|| {
+            let where_is = |f: usize| memory.location(f).unwrap().tier;
+            let total = drive(migrator.as_ref(), &buffer, &where_is);
+            stop.request();
+            total
+        });
+        let end = vm.run(Duration::from_millis(200), &mut |_, _| {}).unwrap();
+        (end, mover.join().unwrap())
+    });
+    let log = lines.lock().unwrap().clone();
+    assert_eq!(end, VmEnd::Success, "guest log: {log:?}");
+
+    // The VMM's own check of the final image.
+    let spec = Spec::parse(&args).unwrap();
+    let mem = memory.guest_memory();
+    let check = check_memcheck_image(&spec, free, 2, |gpa| {
+        mem.read_obj::<u64>(GuestAddress(gpa)).ok()
+    });
+    assert!(matches!(check, ImageCheck::Intact { .. }), "{check:?}");
+    memory.verify_backing().unwrap();
+    assert_eq!(
+        memory.leaked_slots().unwrap(),
+        [],
+        "released slots are punched out"
+    );
+    Outcome { end, total, log }
+}
+
+/// Random single-frame moves of buffer frames to the other tier, in
+/// batches of 8, until `target` frames moved.
+fn random_moves(
+    target: usize,
+) -> impl FnOnce(&dyn Migrator, &[usize], &dyn Fn(usize) -> usize) -> BatchReport + Send {
+    move |m, frames, tier_of| {
+        let mut total = BatchReport::default();
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        while total.moved < target {
+            let batch: Vec<Move> = (0..8)
+                .map(|_| {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    let frame = frames[(rng % frames.len() as u64) as usize];
+                    Move {
+                        frame,
+                        to_tier: 1 - tier_of(frame),
+                    }
+                })
+                .collect();
+            total.absorb(&m.migrate(&batch));
+        }
+        total
+    }
+}
+
+/// Pairs of frames on different tiers swap places (both tiers full).
+fn random_exchanges(
+    target: usize,
+) -> impl FnOnce(&dyn Migrator, &[usize], &dyn Fn(usize) -> usize) -> BatchReport + Send {
+    move |m, frames, tier_of| {
+        let mut total = BatchReport::default();
+        let mut i = 0usize;
+        while total.exchanged < target {
+            let fast: Vec<usize> = frames
+                .iter()
+                .copied()
+                .filter(|&f| tier_of(f) == 0)
+                .collect();
+            let slow: Vec<usize> = frames
+                .iter()
+                .copied()
+                .filter(|&f| tier_of(f) == 1)
+                .collect();
+            let batch: Vec<Move> = (0..4)
+                .flat_map(|k| {
+                    [
+                        Move {
+                            frame: fast[(i * 7 + k) % fast.len()],
+                            to_tier: 1,
+                        },
+                        Move {
+                            frame: slow[(i * 5 + k) % slow.len()],
+                            to_tier: 0,
+                        },
+                    ]
+                })
+                .collect();
+            i += 1;
+            total.absorb(&m.migrate(&batch));
+        }
+        total
+    }
+}
+
+fn assert_clean(o: &Outcome, target: usize) {
+    assert!(o.total.moved >= target, "moved {}", o.total.moved);
+    assert_eq!(o.total.aborted, 0, "{:?}", o.total.errors);
+    assert!(o.log.iter().any(|l| l.contains("memcheck")), "{:?}", o.log);
+}
+
+#[test]
+fn plain_remap_under_a_verifying_guest() {
+    let o = under_fire(MigratorKind::Remap, false, random_moves(40_000));
+    assert_clean(&o, 40_000);
+    assert!(
+        !o.total.stalls.is_empty(),
+        "vCPU writes waited on migrating frames"
+    );
+}
+
+#[test]
+fn precopy_remap_under_a_verifying_guest() {
+    let o = under_fire(MigratorKind::RemapPrecopy, false, random_moves(30_000));
+    assert_clean(&o, 30_000);
+    assert!(
+        o.total.recopied_pages > 0,
+        "the KVM dirty log reported pages written during pre-copy"
+    );
+}
+
+#[test]
+fn exchange_under_a_verifying_guest() {
+    let o = under_fire(MigratorKind::Remap, true, random_exchanges(30_000));
+    assert_clean(&o, 30_000);
+    assert_eq!(o.total.moved, o.total.exchanged);
+    let _ = &o.end;
+}
