@@ -81,6 +81,11 @@ pub struct RunArgs {
     /// Copy engine of the remap migrators: `cpu`, `threads[:N][:pin]`.
     #[arg(long, value_name = "SPEC")]
     pub copy_engine: Option<EngineSpec>,
+    /// Move this many random frames per second to another tier while the
+    /// guest runs (needs --migrator): live migration under a real workload,
+    /// before the tiering engine decides moves itself.
+    #[arg(long, value_name = "FRAMES_PER_SECOND", default_value_t = 0)]
+    pub shuffle: u32,
     /// Write the final report as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub report_json: Option<PathBuf>,
@@ -99,6 +104,9 @@ pub enum CliError {
     /// A timeout that is not a positive finite number.
     #[error("--timeout must be a positive number of seconds")]
     BadTimeout,
+    /// --shuffle without a migrator.
+    #[error("--shuffle needs --migrator (remap, remap-precopy or kernel)")]
+    ShuffleWithoutMigrator,
     /// Default tiers need a guest of at least two frames.
     #[error("--memory {0} is too small to split into default tiers; give --tier options")]
     TooSmallForDefaultTiers(String),
@@ -112,6 +120,9 @@ impl RunArgs {
             Some(t) => Some(Duration::from_secs_f64(t)),
             None => None,
         };
+        if self.shuffle > 0 && self.migrator == MigratorKind::None {
+            return Err(CliError::ShuffleWithoutMigrator);
+        }
         let tiers = if self.tiers.is_empty() {
             default_tiers(self.memory, self.frame_size)?
         } else {

@@ -12,6 +12,7 @@ pub mod guest_state;
 pub mod migration;
 pub mod payload;
 pub mod report;
+pub mod shuffle;
 pub mod status;
 pub mod vcpu;
 pub mod vm;

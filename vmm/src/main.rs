@@ -8,6 +8,7 @@ use clap::Parser;
 use vmm::cli::{Cli, Command, RunArgs};
 use vmm::devices::hypercall::LogSink;
 use vmm::report::RunReport;
+use vmm::shuffle::Shuffler;
 use vmm::status::StatusLine;
 use vmm::vm::{Vm, VmEnd};
 
@@ -50,16 +51,26 @@ fn run(args: &RunArgs) -> ExitCode {
             return fail(EXIT_SETUP, &format!("error: {}", error_chain(&e)));
         }
     };
+    let shuffler = match (args.shuffle, vm.migrator()) {
+        (rate, Some(m)) if rate > 0 => {
+            match Shuffler::start(m.clone(), vm.memory().clone(), rate) {
+                Ok(s) => Some(s),
+                Err(e) => return fail(EXIT_SETUP, &format!("error: starting --shuffle: {e}")),
+            }
+        }
+        _ => None,
+    };
     let end = vm.run(
         std::time::Duration::from_millis(200),
         &mut |state, tiers| status.update(state, tiers),
     );
+    let migrations = shuffler.map(Shuffler::stop);
     status.finish();
     let end = match end {
         Ok(end) => end,
         Err(e) => return fail(EXIT_SETUP, &format!("error: {}", error_chain(&e))),
     };
-    let report = RunReport::collect(
+    let mut report = RunReport::collect(
         &config.args,
         config.vcpus,
         config.memory.size,
@@ -68,6 +79,7 @@ fn run(args: &RunArgs) -> ExitCode {
         &vm.memory().tier_usage(),
         end.clone(),
     );
+    report.migrations = migrations;
     print!("{}", report.render());
     if let Some(path) = &args.report_json {
         let written = serde_json::to_vec_pretty(&report)

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use guest_memory::TierUsage;
+use guest_memory::{BatchReport, TierUsage};
 
 use crate::guest_state::{GroundTruth, GuestState, PhaseReport};
 use crate::vm::VmEnd;
@@ -56,6 +56,8 @@ pub struct RunReport {
     pub log_suppressed: u64,
     /// Wall-clock seconds the guest ran.
     pub elapsed_s: f64,
+    /// Frames moved during the run (`--shuffle`), if any mover ran.
+    pub migrations: Option<BatchReport>,
     /// How the VM ended.
     pub end: VmEnd,
 }
@@ -84,6 +86,7 @@ impl RunReport {
             log_lines: state.log_printed.load(Relaxed),
             log_suppressed: state.log_suppressed.load(Relaxed),
             elapsed_s: state.started.elapsed().as_secs_f64(),
+            migrations: None,
             end,
         }
     }
@@ -125,6 +128,18 @@ impl RunReport {
                     p.ops_per_sec() / 1e6
                 );
             }
+        }
+        if let Some(m) = &self.migrations {
+            let _ = writeln!(
+                out,
+                "migrations: {} frames moved ({} exchanged, {} aborted), {}, copy {:.3} s, max write stall {:.3} ms",
+                m.moved,
+                m.exchanged,
+                m.aborted,
+                guest_memory::format_size(m.bytes),
+                m.copy.as_secs_f64(),
+                m.stall_max.as_secs_f64() * 1e3
+            );
         }
         if self.log_suppressed > 0 {
             let _ = writeln!(

@@ -200,3 +200,31 @@ fn guest_exit_code_is_reported() {
         text(&out)
     );
 }
+
+#[test]
+fn shuffle_needs_a_migrator() {
+    let out = tiervisor_run(&["--shuffle", "10", "--memory", "64M"]);
+    assert_setup_error(&out, "--shuffle needs --migrator");
+}
+
+#[test]
+fn kernel_migrator_needs_shared_numa_backing() {
+    let out = tiervisor_run(&["--migrator", "kernel", "--memory", "64M"]);
+    assert_code(&out, 2);
+    assert!(
+        text(&out).contains("shared-numa") || text(&out).contains("SharedNuma"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn unknown_migrator() {
+    let out = tiervisor_run(&["--migrator", "teleport"]);
+    assert_code(&out, 2);
+    assert!(
+        text(&out).contains("unknown migrator 'teleport'"),
+        "{}",
+        text(&out)
+    );
+}

@@ -1,6 +1,7 @@
 //! Live migration under fire on real KVM: a `memcheck` guest on 2 vCPUs
 //! writes and verifies its round pattern over 64 frames while a migrator
-//! thread moves random frames between the two tiers. When the migrations
+//! thread moves random frames of all guest RAM (buffer, page tables, code,
+//! stacks) between the two tiers. When the migrations
 //! are done the VMM asks the guest to stop; the guest verifies everything
 //! and exits 0, then the VMM checks the whole image itself (through the
 //! guest mapping), the mappings against the placement map, and that every
@@ -17,6 +18,7 @@ use vmm::vm::{PayloadSource, Vm, VmConfig, VmEnd};
 use workloads::{ImageCheck, Spec, check_memcheck_image};
 
 const FRAME: u64 = 64 << 10;
+/// memcheck's buffer: 64 frames.
 const BUFFER_FRAMES: u64 = 64;
 const MEMORY: u64 = 16 << 20;
 
@@ -72,13 +74,15 @@ fn under_fire(
     let migrator = vm.migrator().unwrap().clone();
     let memory = vm.memory().clone();
     let free = vm.first_free_range().unwrap();
-    let first = memory.frames().frame_of_gpa(free.start).unwrap();
-    let buffer: Vec<usize> = (first..first + BUFFER_FRAMES as usize).collect();
+    // Every frame of guest RAM moves: the buffer the guest verifies, and
+    // the frames holding its page tables, GDT/TSS, code, stacks and the
+    // hypercall request blocks the VMM writes status into.
+    let all: Vec<usize> = (0..memory.frame_count()).collect();
     let stop = vm.stop_handle();
     let (end, total) = std::thread::scope(|s| {
         let mover = s.spawn(|| {
             let where_is = |f: usize| memory.location(f).unwrap().tier;
-            let total = drive(migrator.as_ref(), &buffer, &where_is);
+            let total = drive(migrator.as_ref(), &all, &where_is);
             stop.request();
             total
         });

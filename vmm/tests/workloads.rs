@@ -200,3 +200,31 @@ fn embedded_demo_runs_with_defaults() {
         [("dram".to_string(), 128), ("slow".to_string(), 384)]
     );
 }
+
+/// `--shuffle` moves random frames live while memcheck verifies its data,
+/// for each remap protocol.
+#[test]
+fn shuffle_migrates_frames_under_a_verifying_guest() {
+    for migrator in ["remap", "remap-precopy"] {
+        let report = run_json(
+            &format!("shuffle-{migrator}"),
+            &[
+                "--workload",
+                "memcheck:seconds=1",
+                "--memory",
+                "256M",
+                "--migrator",
+                migrator,
+                "--shuffle",
+                "400",
+            ],
+        );
+        check_report(&report, 2, 1);
+        let m = &report["migrations"];
+        assert!(m["moved"].as_u64().unwrap() > 50, "{m}");
+        assert!(
+            m["aborted"].as_u64().unwrap() * 20 <= m["moved"].as_u64().unwrap(),
+            "few aborts: {m}"
+        );
+    }
+}

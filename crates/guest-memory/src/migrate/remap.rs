@@ -13,9 +13,11 @@
 //! copied again (a few rounds) before the frames are write-protected for
 //! the last, small delta. Write stalls shrink to the delta plus the remap.
 //!
-//! Exchange: when the destination tier has no free slot, a move into it is
-//! paired with a move out of it in the same batch; the two frames swap
-//! slots through bounce buffers, both write-protected throughout.
+//! Ordering within a batch: moves that find a free destination slot run
+//! first; their source slots are free once they commit, so moves into a
+//! full tier retry their reservation after them. What still finds no room
+//! is an exchange: paired with a move out of its destination tier in the
+//! same batch, the two frames swap slots through a bounce area.
 //!
 //! Rollback: a failure before the remap leaves the source mapping in place
 //! (protection removed, writers woken, destination released). A failed
@@ -638,7 +640,31 @@ impl Migrator for RemapMigrator {
                 Err(_) => full.push((m.frame, from, m.to_tier)),
             }
         }
-        // Pair moves into a full tier with moves out of it.
+        // Moves with a free destination go first: committing them frees
+        // their source slots, which moves into a full tier can then use.
+        let moved_first = !moves.is_empty();
+        self.move_frames(moves, &mut report);
+        let mut retry = Vec::new();
+        let mut still_full = Vec::new();
+        for (frame, from, to_tier) in full {
+            let from = if moved_first {
+                self.memory.location(frame).unwrap_or(from)
+            } else {
+                from
+            };
+            match self.memory.reserve_slot(to_tier) {
+                Ok(to) if moved_first => retry.push(Planned { frame, from, to }),
+                Ok(to) => {
+                    let _ = self.memory.release_slot(to);
+                    still_full.push((frame, from, to_tier));
+                }
+                Err(_) => still_full.push((frame, from, to_tier)),
+            }
+        }
+        self.move_frames(retry, &mut report);
+        // What still finds no room swaps places with a move out of its
+        // destination tier.
+        let full = still_full;
         let mut pairs = Vec::new();
         let mut used = vec![false; full.len()];
         for i in 0..full.len() {
@@ -668,7 +694,6 @@ impl Migrator for RemapMigrator {
                 }
             }
         }
-        self.move_frames(moves, &mut report);
         if !pairs.is_empty() {
             if bounce.is_none() {
                 match BounceArea::new(self.frame_size()) {

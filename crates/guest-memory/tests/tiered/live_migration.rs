@@ -372,3 +372,29 @@ fn a_failed_move_keeps_the_source_readable_with_latest_data() {
     rig.mem.verify_backing().unwrap();
     let _ = AtomicU64::new(0);
 }
+
+#[test]
+fn a_move_into_a_full_tier_uses_the_slot_a_demotion_frees() {
+    // fast holds half of RAM (full), slow all of it (room to spare).
+    let rig = rig(FRAMES / 2, FRAMES, false);
+    let on = |t: usize| {
+        (0..FRAMES as usize)
+            .find(|&f| rig.mem.location(f).unwrap().tier == t)
+            .unwrap()
+    };
+    let (hot, cold) = (on(1), on(0));
+    let r = rig.migrator.migrate(&[
+        Move {
+            frame: hot,
+            to_tier: 0,
+        },
+        Move {
+            frame: cold,
+            to_tier: 1,
+        },
+    ]);
+    assert_eq!((r.moved, r.exchanged, r.aborted), (2, 0, 0), "{r:?}");
+    assert_eq!(rig.mem.location(hot).unwrap().tier, 0);
+    assert_eq!(rig.mem.location(cold).unwrap().tier, 1);
+    rig.mem.verify_backing().unwrap();
+}
