@@ -207,3 +207,52 @@ fn exchange_under_a_verifying_guest() {
     assert_eq!(o.total.moved, o.total.exchanged);
     let _ = &o.end;
 }
+
+/// Failures injected at every step (reserve, copy, remap), round after
+/// round, while the verifying guest runs: every aborted move leaves its
+/// frame readable and writable with its latest data.
+#[test]
+fn injected_failures_under_a_verifying_guest() {
+    use guest_memory::migrate::Step;
+    for kind in [MigratorKind::Remap, MigratorKind::RemapPrecopy] {
+        let o = under_fire(kind, false, |m, frames, tier_of| {
+            let faults = m.faults().expect("remap migrators inject faults").clone();
+            let mut total = BatchReport::default();
+            let mut round = 0u64;
+            while total.moved < 3_000 {
+                let step = [Step::Reserve, Step::Copy, Step::Remap][(round % 3) as usize];
+                faults.fail_next(step, 1);
+                let frame = frames[(round as usize * 37) % frames.len()];
+                let batch: Vec<Move> = (0..8)
+                    .map(|k| {
+                        let f = frames[(frame + k * 13) % frames.len()];
+                        Move {
+                            frame: f,
+                            to_tier: 1 - tier_of(f),
+                        }
+                    })
+                    .collect();
+                total.absorb(&m.migrate(&batch));
+                faults.fail_next(step, 0);
+                round += 1;
+            }
+            assert!(faults.injected() >= 100, "{}", faults.injected());
+            total
+        });
+        assert!(
+            o.total.aborted >= 100,
+            "each injection aborted moves: {}",
+            o.total.aborted
+        );
+        for what in [
+            "reservation failed (injected)",
+            "copy failed (injected)",
+            "remap failed (injected)",
+        ] {
+            assert!(
+                o.total.errors.iter().any(|e| e.contains(what)),
+                "{kind:?}: {what}"
+            );
+        }
+    }
+}

@@ -112,11 +112,6 @@ impl KernelMigrator {
     /// Fault injection switches (tests, soak runs): [`Step::Reserve`] makes
     /// a reservation fail as if the tier were full, [`Step::Remap`] makes
     /// setting a frame's NUMA policy fail, [`Step::Copy`] makes a frame
-    /// whose pages did move count as failed (so the rollback runs).
-    pub fn faults(&self) -> &Arc<FaultInjection> {
-        &self.faults
-    }
-
     /// Whether pages are moved with `MPOL_MF_MOVE_ALL` (pages the guest
     /// shares with other mappings too; needs `CAP_SYS_NICE`) rather than
     /// `MPOL_MF_MOVE`. Starts true, turns false at the first `EPERM`.
@@ -386,6 +381,10 @@ impl KernelMigrator {
 impl Migrator for KernelMigrator {
     fn name(&self) -> &str {
         "kernel"
+    }
+
+    fn faults(&self) -> Option<&Arc<FaultInjection>> {
+        Some(&self.faults)
     }
 
     fn migrate(&self, batch: &[Move]) -> BatchReport {

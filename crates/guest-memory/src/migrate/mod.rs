@@ -48,4 +48,19 @@ pub trait Migrator: Send + Sync + Debug {
     /// tier a frame is already on are skipped; a frame named twice is
     /// moved once (the first move wins).
     fn migrate(&self, batch: &[Move]) -> BatchReport;
+
+    /// Moves `frames` to tier `to_tier`.
+    fn migrate_frames(&self, frames: &[usize], to_tier: usize) -> BatchReport {
+        let batch: Vec<Move> = frames
+            .iter()
+            .map(|&frame| Move { frame, to_tier })
+            .collect();
+        self.migrate(&batch)
+    }
+
+    /// The migrator's fault-injection switches, if it has any (tests and
+    /// soak runs make steps fail on purpose to exercise every rollback).
+    fn faults(&self) -> Option<&std::sync::Arc<FaultInjection>> {
+        None
+    }
 }

@@ -142,11 +142,6 @@ impl RemapMigrator {
         })
     }
 
-    /// Fault injection switches (tests, soak runs).
-    pub fn faults(&self) -> &Arc<FaultInjection> {
-        &self.faults
-    }
-
     fn frame_size(&self) -> u64 {
         self.memory.frame_size()
     }
@@ -294,12 +289,20 @@ impl RemapMigrator {
         let frames: Vec<usize> = moves.iter().map(|m| m.frame).collect();
         self.unprotect(&frames);
         for m in moves {
-            let _ = self.memory.release_slot(m.to);
+            self.drop_destination(m.to);
         }
         report.aborted += moves.len();
         report
             .errors
             .push(format!("{} frame(s): {why}", moves.len()));
+    }
+
+    /// Frees an unused destination: punched out first, since a copy may
+    /// already have filled it (memory the host would otherwise not get
+    /// back), then released.
+    fn drop_destination(&self, to: Location) {
+        let _ = self.memory.tiers()[to.tier].discard_slot(to.slot);
+        let _ = self.memory.release_slot(to);
     }
 
     /// Records moved frames and frees their sources.
@@ -405,7 +408,7 @@ impl RemapMigrator {
                 Ok(pages) => carried = pages,
                 Err(e) => {
                     for m in &moves {
-                        let _ = self.memory.release_slot(m.to);
+                        self.drop_destination(m.to);
                     }
                     report.aborted += moves.len();
                     report.errors.push(format!("{} frame(s): {e}", moves.len()));
@@ -439,7 +442,7 @@ impl RemapMigrator {
         let failed = self.remap(&moves, report);
         let failed_frames: HashSet<usize> = failed.iter().map(|(m, _)| m.frame).collect();
         for (m, why) in &failed {
-            let _ = self.memory.release_slot(m.to);
+            self.drop_destination(m.to);
             report.aborted += 1;
             report.errors.push(format!("frame {}: {why}", m.frame));
         }
@@ -590,6 +593,10 @@ impl RemapMigrator {
 impl Migrator for RemapMigrator {
     fn name(&self) -> &str {
         self.name
+    }
+
+    fn faults(&self) -> Option<&Arc<FaultInjection>> {
+        Some(&self.faults)
     }
 
     fn migrate(&self, batch: &[Move]) -> BatchReport {

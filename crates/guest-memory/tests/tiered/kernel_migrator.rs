@@ -206,7 +206,7 @@ fn an_exchange_is_both_moves_or_neither() {
     fill(mem, 2, 4);
     let before = mem.placement();
     // The first frame's pages "fail"; its partner moved fine, yet must go back.
-    k.faults().fail_next(Step::Copy, 1);
+    k.faults().unwrap().fail_next(Step::Copy, 1);
     let (report, pages) = k.migrate_pages(&[mv(2, 0), mv(0, 1)]);
     assert_eq!(
         (report.moved, report.aborted, report.exchanged),
@@ -250,7 +250,7 @@ fn failed_steps_roll_back_and_the_next_batch_works() {
             "frame 1 -> tier 'slow': reservation failed (injected)",
         ),
     ] {
-        k.faults().fail_next(step, 1);
+        k.faults().unwrap().fail_next(step, 1);
         let (report, _) = k.migrate_pages(&[mv(1, 1)]);
         assert_eq!(
             (report.moved, report.aborted),
@@ -264,7 +264,7 @@ fn failed_steps_roll_back_and_the_next_batch_works() {
         assert_eq!(policy_at(host), (libc::MPOL_BIND, 1), "{step:?}");
         check(mem, 1, 16);
     }
-    assert_eq!(k.faults().injected(), 3);
+    assert_eq!(k.faults().unwrap().injected(), 3);
     let (report, _) = k.migrate_pages(&[mv(1, 1)]);
     assert_eq!(report.moved, 1);
     mem.verify_backing().unwrap();

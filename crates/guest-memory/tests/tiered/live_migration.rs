@@ -238,7 +238,7 @@ fn inject_every_step(rig: &Rig, faults: &FaultInjection) -> BatchReport {
 #[test]
 fn injected_failures_roll_back_plain() {
     let rig = rig(FRAMES, FRAMES, false);
-    let faults = rig.migrator.faults().clone();
+    let faults = rig.migrator.faults().unwrap().clone();
     let total = under_fire(&rig, |r| inject_every_step(r, &faults));
     assert_eq!(faults.injected(), 60);
     assert!(
@@ -269,12 +269,12 @@ fn injected_failures_roll_back_plain() {
 #[test]
 fn injected_failures_roll_back_precopy_and_exchange() {
     let rig = rig(FRAMES, FRAMES, true);
-    let faults = rig.migrator.faults().clone();
+    let faults = rig.migrator.faults().unwrap().clone();
     let total = under_fire(&rig, |r| inject_every_step(r, &faults));
     assert!(total.aborted >= 60);
     // Exchange with full tiers, failures injected in both stages.
     let rig = rig_full();
-    let faults = rig.migrator.faults().clone();
+    let faults = rig.migrator.faults().unwrap().clone();
     let total = under_fire(&rig, |r| {
         let mut total = BatchReport::default();
         for (step, n) in [(Step::Copy, 1), (Step::Copy, 2), (Step::Remap, 1)] {
@@ -358,7 +358,7 @@ fn a_failed_move_keeps_the_source_readable_with_latest_data() {
     let frame = rig.mem.frames().frame_of_gpa(gpa).unwrap();
     let before = rig.mem.location(frame).unwrap();
     for step in [Step::Copy, Step::Remap] {
-        rig.migrator.faults().fail_next(step, 1);
+        rig.migrator.faults().unwrap().fail_next(step, 1);
         let r = rig.migrator.migrate(&[Move {
             frame,
             to_tier: 1 - before.tier,
