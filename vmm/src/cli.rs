@@ -152,6 +152,7 @@ impl RunArgs {
             payload,
             args,
             timeout,
+            dirty_log_tracking: false,
             migration: MigrationConfig {
                 migrator: self.migrator,
                 copy_engine: self

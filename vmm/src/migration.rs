@@ -5,10 +5,9 @@
 use std::str::FromStr;
 use std::sync::Arc;
 
-use kvm_ioctls::VmFd;
 use thiserror::Error;
 
-use access_track::{DirtyLogError, KvmDirtyLog, Memslot};
+use access_track::{DirtyLogError, KvmDirtyLog};
 use guest_memory::migrate::{
     CombinedDirty, GuardError, HostWriteLog, KernelError, KernelMigrator, PrecopyConfig,
     RemapError, RemapMigrator, WriteGuard,
@@ -105,14 +104,13 @@ pub struct MigrationSetup {
     pub guard: Option<Arc<WriteGuard>>,
 }
 
-/// Builds the migrator of `cfg` over `memory`. `slots` are the memslots
-/// (with dirty logging on when the migrator needs it), `host_writes` the
-/// log VMM threads write guest memory through.
+/// Builds the migrator of `cfg` over `memory`. `dirty_log` is the VM's
+/// dirty log (present when the migrator needs it), `host_writes` the log
+/// VMM threads write guest memory through.
 pub fn build(
     cfg: &MigrationConfig,
     memory: &Arc<TieredMemory>,
-    vm: &Arc<VmFd>,
-    slots: Vec<Memslot>,
+    dirty_log: Option<&KvmDirtyLog>,
     host_writes: &Arc<HostWriteLog>,
 ) -> Result<Option<MigrationSetup>, MigrationError> {
     let remap = |precopy: Option<PrecopyConfig>| -> Result<MigrationSetup, MigrationError> {
@@ -128,8 +126,11 @@ pub fn build(
         MigratorKind::None => return Ok(None),
         MigratorKind::Remap => remap(None)?,
         MigratorKind::RemapPrecopy => {
+            let Some(log) = dirty_log else {
+                return Err(MigrationError::DirtyLog(DirtyLogError::NoManualProtect));
+            };
             host_writes.enable();
-            let kvm = KvmDirtyLog::new(vm.clone(), slots).subscribe();
+            let kvm = log.subscribe();
             let dirty = CombinedDirty(vec![Arc::new(kvm), host_writes.clone()]);
             remap(Some(PrecopyConfig::new(Arc::new(dirty))))?
         }

@@ -14,7 +14,7 @@ use kvm_ioctls::{Kvm, VmFd};
 use thiserror::Error;
 use vmm_sys_util::signal::Killable;
 
-use access_track::Memslot;
+use access_track::{KvmDirtyLog, Memslot};
 use guest_abi::GpaRange;
 use guest_memory::migrate::{HostWriteLog, WriteGuard};
 use guest_memory::{MemoryConfig, Migrator, TierUsage, TieredMemory};
@@ -53,6 +53,9 @@ pub struct VmConfig {
     pub timeout: Option<Duration>,
     /// How frames move between tiers.
     pub migration: MigrationConfig,
+    /// Keep the KVM dirty log on (for the dirty-log access tracker) even
+    /// when the migrator does not need it.
+    pub dirty_log_tracking: bool,
 }
 
 /// Errors creating or running a VM.
@@ -189,6 +192,7 @@ pub struct Vm {
     vcpus: Vec<Vcpu>,
     migrator: Option<Arc<dyn Migrator>>,
     guard: Option<Arc<WriteGuard>>,
+    dirty_log: Option<KvmDirtyLog>,
     _vm_fd: Arc<VmFd>,
     memory: Arc<TieredMemory>,
     writes: Arc<HostWriteLog>,
@@ -244,7 +248,7 @@ impl Vm {
 
         let memory = Arc::new(TieredMemory::new(&config.memory)?);
         let vm_fd = Arc::new(kvm.create_vm().map_err(kvm_err("creating the VM"))?);
-        let dirty_log = config.migration.migrator.needs_dirty_log();
+        let dirty_log = config.migration.migrator.needs_dirty_log() || config.dirty_log_tracking;
         if dirty_log {
             access_track::enable_manual_protect(&vm_fd).map_err(MigrationError::from)?;
         }
@@ -291,7 +295,8 @@ impl Vm {
             .max()
             .unwrap_or(0);
         let writes = Arc::new(HostWriteLog::new(ram_end));
-        let setup = migration::build(&config.migration, &memory, &vm_fd, memslots, &writes)?;
+        let kvm_dirty = dirty_log.then(|| KvmDirtyLog::new(vm_fd.clone(), memslots));
+        let setup = migration::build(&config.migration, &memory, kvm_dirty.as_ref(), &writes)?;
         let (migrator, guard) = match setup {
             Some(s) => (Some(s.migrator), s.guard),
             None => (None, None),
@@ -324,6 +329,7 @@ impl Vm {
             vcpus,
             migrator,
             guard,
+            dirty_log: kvm_dirty,
             _vm_fd: vm_fd,
             memory,
             writes,
@@ -338,6 +344,12 @@ impl Vm {
     /// for whoever moves frames (the tiering engine, tests, benchmarks).
     pub fn migrator(&self) -> Option<&Arc<dyn Migrator>> {
         self.migrator.as_ref()
+    }
+
+    /// The VM's KVM dirty log, when it is on (pre-copy migration or the
+    /// dirty-log tracker); subscribe to read it.
+    pub fn dirty_log(&self) -> Option<&KvmDirtyLog> {
+        self.dirty_log.as_ref()
     }
 
     /// The userfaultfd write guard of the remap migrators.

@@ -62,6 +62,7 @@ fn under_fire(
         payload: PayloadSource::Embedded,
         args: args.clone(),
         timeout: Some(Duration::from_secs(240)),
+        dirty_log_tracking: false,
         migration: MigrationConfig {
             migrator: kind,
             ..Default::default()

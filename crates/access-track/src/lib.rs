@@ -1,11 +1,20 @@
 //! Guest access tracking (ARCHITECTURE §5).
 //!
-//! For now this crate holds the owner of the KVM dirty log
-//! ([`KvmDirtyLog`]): the EPT/NPT (here: shadow page table) dirty bits of
-//! guest RAM, read with manual protection (`KVM_CLEAR_DIRTY_LOG` by range)
-//! and fanned out to every consumer, so that no consumer steals another's
-//! bits. The pre-copy migrator is its first consumer.
+//! * [`KvmDirtyLog`]: the owner of the KVM dirty log (the EPT/NPT dirty
+//!   bits; shadow page tables under PVM), read with manual protection
+//!   (`KVM_CLEAR_DIRTY_LOG` by range) and fanned out to every consumer, so
+//!   that no consumer steals another's bits;
+//! * [`AccessSample`] / [`AccessTracker`]: what a tracker reports per
+//!   interval, and the trait the tiering engine is handed;
+//! * [`DirtyLogTracker`]: pages written per frame and interval.
 
 mod dirty_log;
+mod dirty_tracker;
+mod sample;
 
 pub use dirty_log::{DirtyConsumer, DirtyLogError, KvmDirtyLog, Memslot, enable_manual_protect};
+pub use dirty_tracker::DirtyLogTracker;
+pub use sample::{
+    AccessSample, AccessTracker, Coverage, MAX_PAGES_PER_FRAME, SampleError, TrackerError,
+    TrackerStatus,
+};

@@ -1,0 +1,314 @@
+//! The heat model: per frame, decayed access evidence and an estimate of
+//! the frame's distinct hot 4 KiB pages, updated from one tracker sample per
+//! interval.
+//!
+//! State is two `f64` arrays (struct of arrays); an update is one pass over
+//! them and the sample, with no allocation: 512 Ki frames (1 TiB of 2 MiB
+//! frames) update in about 1 ms (full coverage) to 2 ms (sampled) on one
+//! core (`cargo bench -p tiering`).
+
+use thiserror::Error;
+
+use access_track::{AccessSample, Coverage, MAX_PAGES_PER_FRAME, SampleError};
+
+use crate::heat_config::{HeatConfig, HeatConfigError};
+use crate::ranking;
+
+/// Most frames a model holds (frame indices are ranked as `u32`).
+const MAX_FRAMES: usize = u32::MAX as usize;
+
+/// Errors of the heat model.
+#[derive(Debug, Error, PartialEq)]
+pub enum HeatError {
+    /// The settings are invalid.
+    #[error("invalid heat settings")]
+    Config(#[from] HeatConfigError),
+    /// More frames than a model ranks.
+    #[error("{frames} frames exceed the {MAX_FRAMES} a heat model holds")]
+    TooManyFrames {
+        /// Frames asked for.
+        frames: usize,
+    },
+    /// `pages_per_frame` is 0 or too large for sample counts.
+    #[error("pages per frame {pages} not in 1..={MAX_PAGES_PER_FRAME}")]
+    PagesPerFrame {
+        /// The value given.
+        pages: u32,
+    },
+    /// The sample is malformed.
+    #[error("malformed access sample")]
+    Sample(#[from] SampleError),
+    /// The sample covers a different number of frames.
+    #[error("sample has {sample} frames, the heat model {model}")]
+    FrameCount {
+        /// Frames in the sample.
+        sample: usize,
+        /// Frames in the model.
+        model: usize,
+    },
+    /// The sample counts pages of a different frame size.
+    #[error("sample has {sample} pages per frame, the heat model {model}")]
+    SamplePages {
+        /// Pages per frame of the sample.
+        sample: u32,
+        /// Pages per frame of the model.
+        model: u32,
+    },
+    /// A frame index is out of range.
+    #[error("frame {frame} out of range ({frames} frames)")]
+    FrameOutOfRange {
+        /// The index given.
+        frame: usize,
+        /// Frames in the model.
+        frames: usize,
+    },
+    /// A frame was given twice.
+    #[error("frame {frame} given twice")]
+    DuplicateFrame {
+        /// The index given twice.
+        frame: usize,
+    },
+}
+
+/// Heat and hot-page estimates of a fixed set of frames.
+///
+/// Per interval, a frame's observed pages are split into pages written
+/// (`dirty`) and pages only read (`max(accessed, dirty) - dirty`), both
+/// scaled up by `pages_per_frame / observed pages` when the tracker
+/// sampled (counts above the observed pages are clamped, each class on its
+/// own, so more evidence of either kind never cools a frame). Then
+///
+/// * heat ← heat × decay + `read_weight` × read + `write_weight` × written
+///   (a decayed sum: a frame touched at a steady rate settles at
+///   rate / (1 − decay));
+/// * hot pages ← hot pages × decay + (1 − decay) × touched (a decayed
+///   average: the number of the frame's pages touched per interval, in
+///   `[0, pages_per_frame]`);
+///
+/// with decay = 2^(−interval / half-life). A frame the tracker did not
+/// observe at all in an interval keeps both values: its unseen interval is
+/// assumed to have gone like the ones before, so rotating samplers do not
+/// cool frames merely for not looking at them.
+#[derive(Clone, Debug)]
+pub struct HeatModel {
+    config: HeatConfig,
+    pages_per_frame: u32,
+    heat: Vec<f64>,
+    hot_pages: Vec<f64>,
+    /// `pages_per_frame / n` for `n` observed pages (index 0 unused), so
+    /// sampled updates multiply instead of divide.
+    scale_of_observed: Vec<f64>,
+    updates: u64,
+}
+
+impl HeatModel {
+    /// A model of `frames` frames of `pages_per_frame` 4 KiB pages, all cold.
+    pub fn new(frames: usize, pages_per_frame: u32, config: HeatConfig) -> Result<Self, HeatError> {
+        config.validate()?;
+        if frames > MAX_FRAMES {
+            return Err(HeatError::TooManyFrames { frames });
+        }
+        if !(1..=MAX_PAGES_PER_FRAME).contains(&pages_per_frame) {
+            return Err(HeatError::PagesPerFrame {
+                pages: pages_per_frame,
+            });
+        }
+        let pages = f64::from(pages_per_frame);
+        let scale_of_observed = (0..=pages_per_frame)
+            .map(|n| if n == 0 { 0.0 } else { pages / f64::from(n) })
+            .collect();
+        Ok(HeatModel {
+            config,
+            pages_per_frame,
+            heat: vec![0.0; frames],
+            hot_pages: vec![0.0; frames],
+            scale_of_observed,
+            updates: 0,
+        })
+    }
+
+    /// Folds one interval's sample in.
+    pub fn update(&mut self, sample: &AccessSample) -> Result<(), HeatError> {
+        sample.validate()?;
+        if sample.frames() != self.len() {
+            return Err(HeatError::FrameCount {
+                sample: sample.frames(),
+                model: self.len(),
+            });
+        }
+        if sample.pages_per_frame != self.pages_per_frame {
+            return Err(HeatError::SamplePages {
+                sample: sample.pages_per_frame,
+                model: self.pages_per_frame,
+            });
+        }
+        let step = Step::new(&self.config, sample, self.pages_per_frame);
+        let frames = self
+            .heat
+            .iter_mut()
+            .zip(self.hot_pages.iter_mut())
+            .zip(sample.accessed.iter().zip(&sample.dirty));
+        match &sample.coverage {
+            Coverage::Full => {
+                for ((heat, hot), (&accessed, &dirty)) in frames {
+                    step.apply(heat, hot, accessed, dirty, step.pages, 1.0);
+                }
+            }
+            Coverage::Fraction(fraction) => {
+                let observed = fraction * step.pages;
+                let scale = step.pages / observed;
+                // A share so small that scaling overflows is no observation.
+                if observed > 0.0 && scale.is_finite() {
+                    for ((heat, hot), (&accessed, &dirty)) in frames {
+                        step.apply(heat, hot, accessed, dirty, observed, scale);
+                    }
+                }
+            }
+            Coverage::PerFrame(observed) => {
+                let pages = self.pages_per_frame as usize;
+                for (((heat, hot), (&accessed, &dirty)), &observed) in frames.zip(observed) {
+                    let observed = usize::from(observed).min(pages);
+                    if observed > 0 {
+                        let scale = self.scale_of_observed[observed];
+                        step.apply(heat, hot, accessed, dirty, observed as f64, scale);
+                    }
+                }
+            }
+        }
+        self.updates += 1;
+        Ok(())
+    }
+
+    /// Number of frames.
+    pub fn len(&self) -> usize {
+        self.heat.len()
+    }
+
+    /// Whether the model has no frames.
+    pub fn is_empty(&self) -> bool {
+        self.heat.is_empty()
+    }
+
+    /// 4 KiB pages per frame.
+    pub fn pages_per_frame(&self) -> u32 {
+        self.pages_per_frame
+    }
+
+    /// The settings in use.
+    pub fn config(&self) -> &HeatConfig {
+        &self.config
+    }
+
+    /// Changes the settings from the next update on (policy changes at run
+    /// time); the evidence gathered so far is kept.
+    pub fn set_config(&mut self, config: HeatConfig) -> Result<(), HeatError> {
+        config.validate()?;
+        self.config = config;
+        Ok(())
+    }
+
+    /// Samples folded in so far.
+    pub fn updates(&self) -> u64 {
+        self.updates
+    }
+
+    /// Heat of `frame`.
+    pub fn heat(&self, frame: usize) -> Option<f64> {
+        self.heat.get(frame).copied()
+    }
+
+    /// Estimated distinct 4 KiB pages of `frame` touched per interval.
+    pub fn hot_pages(&self, frame: usize) -> Option<f64> {
+        self.hot_pages.get(frame).copied()
+    }
+
+    /// Heat of every frame, by frame index.
+    pub fn heats(&self) -> &[f64] {
+        &self.heat
+    }
+
+    /// Hot-page estimate of every frame, by frame index.
+    pub fn hot_page_counts(&self) -> &[f64] {
+        &self.hot_pages
+    }
+
+    /// The `k` hottest frames (all of them if fewer), hottest first.
+    pub fn hottest(&self, k: usize) -> Vec<usize> {
+        ranking::hottest(&self.heat, k)
+    }
+
+    /// The `k` coldest of `frames` (e.g. the frames on the fast tier),
+    /// coldest first. Every frame must exist and be given once.
+    pub fn coldest_among(&self, frames: &[usize], k: usize) -> Result<Vec<usize>, HeatError> {
+        let mut seen = vec![0u64; self.len().div_ceil(64)];
+        let mut candidates = Vec::with_capacity(frames.len());
+        for &frame in frames {
+            if frame >= self.len() {
+                return Err(HeatError::FrameOutOfRange {
+                    frame,
+                    frames: self.len(),
+                });
+            }
+            let (word, bit) = (frame / 64, 1u64 << (frame % 64));
+            if seen[word] & bit != 0 {
+                return Err(HeatError::DuplicateFrame { frame });
+            }
+            seen[word] |= bit;
+            // frame < len <= MAX_FRAMES = u32::MAX.
+            candidates.push(frame as u32);
+        }
+        Ok(ranking::coldest(&self.heat, &candidates, k))
+    }
+
+    /// Every frame, hottest first.
+    pub fn rank(&self) -> Vec<usize> {
+        ranking::rank(&self.heat)
+    }
+}
+
+/// The constants of one update.
+struct Step {
+    decay: f64,
+    /// `1 - decay`: the share of the newest interval in the hot-page average.
+    gain: f64,
+    read_weight: f64,
+    write_weight: f64,
+    /// Pages per frame.
+    pages: f64,
+}
+
+impl Step {
+    fn new(config: &HeatConfig, sample: &AccessSample, pages_per_frame: u32) -> Self {
+        let decay = config.decay(sample.interval);
+        Step {
+            decay,
+            gain: 1.0 - decay,
+            read_weight: config.read_weight,
+            write_weight: config.write_weight,
+            pages: f64::from(pages_per_frame),
+        }
+    }
+
+    /// Folds one frame's counts in: `observed` pages (> 0, ≤ pages) were
+    /// looked at, `scale` = pages / `observed` (finite). Counts above
+    /// `observed` (an inconsistent tracker) are clamped per class, so more
+    /// reads or more writes never lower the heat.
+    #[inline(always)]
+    fn apply(
+        &self,
+        heat: &mut f64,
+        hot: &mut f64,
+        accessed: u16,
+        dirty: u16,
+        observed: f64,
+        scale: f64,
+    ) {
+        let touched = accessed.max(dirty);
+        let read = f64::from(touched - dirty).min(observed);
+        let written = f64::from(dirty).min(observed);
+        let touched = f64::from(touched).min(observed);
+        let evidence = self.read_weight * read + self.write_weight * written;
+        *heat = *heat * self.decay + scale * evidence;
+        *hot = *hot * self.decay + self.gain * (scale * touched);
+    }
+}

@@ -1,0 +1,305 @@
+//! Behaviour of the heat model through its public API: decay, weights,
+//! ranking, reaction to a phase shift, scaling of sampled evidence, and
+//! degenerate inputs.
+
+use std::time::Duration;
+
+use tiering::{AccessSample, Coverage, HeatConfig, HeatError, HeatModel};
+
+const PAGES: u32 = 512;
+
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s)
+}
+
+/// A full-coverage sample of `frames` frames with `(frame, accessed, dirty)`
+/// counts.
+fn sample(frames: usize, interval: Duration, counts: &[(usize, u16, u16)]) -> AccessSample {
+    let mut s = AccessSample::new(frames, PAGES, interval).unwrap();
+    for &(frame, accessed, dirty) in counts {
+        s.accessed[frame] = accessed;
+        s.dirty[frame] = dirty;
+    }
+    s
+}
+
+fn model(frames: usize, read_weight: f64, write_weight: f64, half_life_secs: f64) -> HeatModel {
+    let config = HeatConfig {
+        read_weight,
+        write_weight,
+        half_life_secs,
+    };
+    HeatModel::new(frames, PAGES, config).unwrap()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+#[test]
+fn decay_halves_evidence_after_one_half_life() {
+    let mut m = model(2, 1.0, 1.0, 3.0);
+    m.update(&sample(2, secs(1.0), &[(0, 100, 0)])).unwrap();
+    assert!(close(m.heat(0).unwrap(), 100.0));
+    let hot = m.hot_pages(0).unwrap();
+    assert!(close(hot, 100.0 * (1.0 - (-1.0f64 / 3.0).exp2())));
+
+    m.update(&sample(2, secs(3.0), &[])).unwrap();
+    assert!(close(m.heat(0).unwrap(), 50.0));
+    assert!(close(m.hot_pages(0).unwrap(), hot / 2.0));
+
+    // Two intervals of half a half-life each decay like one half-life.
+    m.update(&sample(2, secs(1.5), &[])).unwrap();
+    m.update(&sample(2, secs(1.5), &[])).unwrap();
+    assert!(close(m.heat(0).unwrap(), 25.0));
+    assert_eq!(m.heat(1), Some(0.0));
+    assert_eq!(m.updates(), 4);
+}
+
+#[test]
+fn writes_weigh_as_configured() {
+    let mut m = model(4, 1.0, 3.0, 2.0);
+    m.update(&sample(
+        4,
+        secs(1.0),
+        &[
+            (0, 10, 0),  // 10 pages read
+            (1, 10, 10), // 10 pages written (a write is an access)
+            (2, 0, 10),  // 10 pages written, from a tracker that sees writes only
+            (3, 10, 4),  // 6 read, 4 written
+        ],
+    ))
+    .unwrap();
+    assert_eq!(m.heats(), &[10.0, 30.0, 30.0, 18.0]);
+    // Every page touched counts once towards the hot pages.
+    assert_eq!(m.hot_pages(1), m.hot_pages(2));
+    assert_eq!(m.hot_pages(0), m.hot_pages(3));
+
+    m.set_config(HeatConfig {
+        read_weight: 2.0,
+        write_weight: 0.0,
+        half_life_secs: 2.0,
+    })
+    .unwrap();
+    m.update(&sample(4, Duration::ZERO, &[(0, 1, 0), (1, 1, 1)]))
+        .unwrap();
+    assert_eq!(m.heats(), &[12.0, 30.0, 30.0, 18.0]);
+}
+
+#[test]
+fn ranking_picks_the_frames_with_the_most_evidence() {
+    const FRAMES: usize = 500;
+    let mut m = model(FRAMES, 1.0, 2.0, 2.0);
+    // Evidence of frame f: a permutation of 0..FRAMES (389 is prime), so
+    // every frame has a distinct number of pages touched.
+    let evidence = |f: usize| ((f * 389) % FRAMES) as u16;
+    let counts: Vec<_> = (0..FRAMES).map(|f| (f, evidence(f), 0)).collect();
+    for _ in 0..3 {
+        m.update(&sample(FRAMES, secs(1.0), &counts)).unwrap();
+    }
+    let mut by_evidence: Vec<usize> = (0..FRAMES).collect();
+    by_evidence.sort_by_key(|&f| (std::cmp::Reverse(evidence(f)), f));
+    assert_eq!(m.hottest(50), by_evidence[..50]);
+    assert_eq!(m.rank(), by_evidence);
+    let top100 = m.hottest(100);
+    let mut coldest_of_top: Vec<usize> = by_evidence[90..100].to_vec();
+    coldest_of_top.reverse();
+    assert_eq!(m.coldest_among(&top100, 10).unwrap(), coldest_of_top);
+}
+
+#[test]
+fn a_new_hot_set_overtakes_the_old_one_after_one_half_life() {
+    const FRAMES: usize = 64;
+    let (interval, half_life) = (1.0, 2.5);
+    let mut m = model(FRAMES, 1.0, 1.0, half_life);
+    let old: Vec<usize> = (0..10).collect();
+    let new: Vec<usize> = (30..40).collect();
+    let touch = |frames: &[usize]| -> Vec<(usize, u16, u16)> {
+        frames.iter().map(|&f| (f, 200, 50)).collect()
+    };
+    // Long enough on the old set to be near steady state.
+    for _ in 0..40 {
+        m.update(&sample(FRAMES, secs(interval), &touch(&old)))
+            .unwrap();
+    }
+    assert_eq!(m.hottest(10), old);
+    // At an equal rate, the new set's heat (1 − dⁿ)·r/(1 − d) passes the
+    // old set's dⁿ·r/(1 − d) once dⁿ < ½, i.e. after n > half-life /
+    // interval intervals.
+    let n = (half_life / interval).floor() as usize + 1;
+    assert_eq!(n, 3);
+    for i in 1..=n {
+        m.update(&sample(FRAMES, secs(interval), &touch(&new)))
+            .unwrap();
+        let expected = if i < n { &old } else { &new };
+        assert_eq!(&m.hottest(10), expected, "after {i} intervals");
+    }
+}
+
+#[test]
+fn sampled_evidence_is_scaled_to_the_whole_frame() {
+    let mut full = model(3, 1.0, 2.0, 2.0);
+    full.update(&sample(3, secs(1.0), &[(0, 64, 16), (1, 8, 0)]))
+        .unwrap();
+
+    // A quarter of every frame observed: a quarter of the counts.
+    let mut fraction = model(3, 1.0, 2.0, 2.0);
+    let mut s = sample(3, secs(1.0), &[(0, 16, 4), (1, 2, 0)]);
+    s.coverage = Coverage::Fraction(0.25);
+    fraction.update(&s).unwrap();
+
+    // 128 of 512 pages observed in each frame.
+    let mut per_frame = model(3, 1.0, 2.0, 2.0);
+    s.coverage = Coverage::PerFrame(vec![128; 3]);
+    per_frame.update(&s).unwrap();
+
+    for f in 0..3 {
+        for m in [&fraction, &per_frame] {
+            assert!(close(m.heat(f).unwrap(), full.heat(f).unwrap()), "{f}");
+            assert!(close(m.hot_pages(f).unwrap(), full.hot_pages(f).unwrap()));
+        }
+    }
+    assert!(close(full.heat(0).unwrap(), 48.0 + 32.0));
+}
+
+#[test]
+fn unobserved_frames_keep_their_heat() {
+    let mut m = model(3, 1.0, 1.0, 1.0);
+    m.update(&sample(
+        3,
+        secs(1.0),
+        &[(0, 100, 0), (1, 100, 0), (2, 100, 0)],
+    ))
+    .unwrap();
+    let before = m.heats().to_vec();
+    let hot_before = m.hot_page_counts().to_vec();
+
+    // Frame 0 not observed; frame 1 observed and idle; frame 2 observed
+    // with 10 of 256 pages touched.
+    let mut s = sample(3, secs(1.0), &[(0, 50, 0), (2, 10, 0)]);
+    s.coverage = Coverage::PerFrame(vec![0, 256, 256]);
+    m.update(&s).unwrap();
+    assert_eq!(m.heat(0), Some(before[0]));
+    assert_eq!(m.hot_pages(0), Some(hot_before[0]));
+    assert!(close(m.heat(1).unwrap(), before[1] / 2.0));
+    assert!(close(m.heat(2).unwrap(), before[2] / 2.0 + 20.0));
+
+    s.coverage = Coverage::Fraction(0.0);
+    let before = m.heats().to_vec();
+    m.update(&s).unwrap();
+    assert_eq!(m.heats(), before);
+}
+
+#[test]
+fn counts_beyond_the_observed_pages_are_clamped() {
+    let mut m = model(2, 1.0, 1.0, 1.0);
+    m.update(&sample(
+        2,
+        Duration::MAX,
+        &[(0, u16::MAX, u16::MAX), (1, 600, 0)],
+    ))
+    .unwrap();
+    assert_eq!(m.heats(), &[512.0, 512.0]);
+    assert_eq!(m.hot_page_counts(), &[512.0, 512.0]);
+}
+
+#[test]
+fn hot_pages_settle_at_the_pages_touched_per_interval() {
+    let mut m = model(1, 1.0, 1.0, 2.0);
+    for _ in 0..60 {
+        m.update(&sample(1, secs(1.0), &[(0, 100, 30)])).unwrap();
+    }
+    assert!((m.hot_pages(0).unwrap() - 100.0).abs() < 0.01);
+    // The heat settles at rate / (1 − decay).
+    let rate = 70.0 + 30.0;
+    let settled = rate / (1.0 - (-0.5f64).exp2());
+    assert!((m.heat(0).unwrap() - settled).abs() < 0.01 * settled);
+}
+
+#[test]
+fn degenerate_samples_stay_finite() {
+    let mut m = model(3, 1.0, 2.0, 0.001);
+    // Zero-length intervals: nothing decays, evidence still counts.
+    for _ in 0..3 {
+        m.update(&sample(3, Duration::ZERO, &[(0, 5, 5)])).unwrap();
+    }
+    assert_eq!(m.heat(0), Some(30.0));
+    assert_eq!(m.hot_pages(0), Some(0.0));
+    // An interval of millions of half-lives; a vanishing sampled fraction.
+    m.update(&sample(3, secs(1e6), &[])).unwrap();
+    assert_eq!(m.heats(), &[0.0; 3]);
+    let mut s = sample(3, secs(1.0), &[(1, 1, 0)]);
+    s.coverage = Coverage::Fraction(1e-300);
+    m.update(&s).unwrap();
+    assert!(m.heats().iter().all(|h| h.is_finite()));
+    assert!(close(m.heat(1).unwrap(), 512.0));
+    // A share whose scale would overflow counts as nothing observed.
+    s.coverage = Coverage::Fraction(1e-310);
+    let before = m.heats().to_vec();
+    m.update(&s).unwrap();
+    assert_eq!(m.heats(), before);
+    assert!(m.hot_page_counts().iter().all(|h| h.is_finite()));
+
+    // A model of no frames.
+    let mut empty = model(0, 1.0, 1.0, 1.0);
+    empty.update(&sample(0, Duration::ZERO, &[])).unwrap();
+    assert!(empty.is_empty());
+    assert!(empty.hottest(5).is_empty());
+    assert!(empty.rank().is_empty());
+    assert_eq!(empty.coldest_among(&[], 3), Ok(vec![]));
+}
+
+#[test]
+fn mismatched_samples_and_bad_frames_are_errors() {
+    let mut m = model(4, 1.0, 1.0, 1.0);
+    assert_eq!(
+        m.update(&sample(5, secs(1.0), &[])),
+        Err(HeatError::FrameCount {
+            sample: 5,
+            model: 4
+        })
+    );
+    let other = AccessSample::new(4, 256, secs(1.0)).unwrap();
+    assert_eq!(
+        m.update(&other),
+        Err(HeatError::SamplePages {
+            sample: 256,
+            model: 512
+        })
+    );
+    let mut bad = sample(4, secs(1.0), &[]);
+    bad.coverage = Coverage::PerFrame(vec![1; 3]);
+    assert!(matches!(m.update(&bad), Err(HeatError::Sample(_))));
+    assert_eq!(m.updates(), 0);
+
+    assert_eq!(
+        m.coldest_among(&[1, 4], 1),
+        Err(HeatError::FrameOutOfRange {
+            frame: 4,
+            frames: 4
+        })
+    );
+    assert_eq!(
+        m.coldest_among(&[2, 1, 2], 1),
+        Err(HeatError::DuplicateFrame { frame: 2 })
+    );
+    assert_eq!(m.heat(4), None);
+    assert_eq!(m.hot_pages(4), None);
+
+    let bad_config = HeatConfig {
+        half_life_secs: 0.0,
+        ..Default::default()
+    };
+    assert!(matches!(
+        HeatModel::new(4, PAGES, bad_config),
+        Err(HeatError::Config(_))
+    ));
+    assert!(matches!(
+        m.set_config(bad_config),
+        Err(HeatError::Config(_))
+    ));
+    assert_eq!(
+        HeatModel::new(4, 0, HeatConfig::default()).err(),
+        Some(HeatError::PagesPerFrame { pages: 0 })
+    );
+}
