@@ -176,6 +176,7 @@ fn default_tiers(memory: u64, frame_size: u64) -> Result<Vec<TierSpec>, CliError
     let memfd = || BackendSpec::Memfd {
         numa_node: None,
         hugetlb: false,
+        prealloc: false,
     };
     Ok(vec![
         TierSpec {

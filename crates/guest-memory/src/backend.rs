@@ -31,6 +31,8 @@ pub enum BackendKind {
         numa_node: Option<u32>,
         /// Whether it is backed by 2 MiB hugetlb pages.
         hugetlb: bool,
+        /// Allocated whole at creation; released slots keep their memory.
+        prealloc: bool,
     },
     /// A device-DAX character device.
     DevDax {
@@ -208,6 +210,16 @@ impl TierBackend {
             numa::bind_to_node(view.addr(), view.len(), node)
                 .map_err(|source| BackendError::Mbind { node, source })?;
         }
+        let prealloc = matches!(plan.kind, BackendKind::Memfd { prealloc: true, .. });
+        if prealloc && !hugetlb {
+            // Allocate the whole tier now (through the view, so on the
+            // bound node) instead of page by page during migrations.
+            view.populate_write()
+                .map_err(|source| BackendError::MapView {
+                    len: plan.capacity,
+                    source,
+                })?;
+        }
         if hugetlb {
             // Fault every page in now (through the view, so on the bound
             // node): a shortage is an error here rather than a SIGBUS in a
@@ -354,7 +366,12 @@ impl TierBackend {
         if self.shared {
             return Err(BackendError::SharedSlot(slot));
         }
-        if matches!(self.kind, BackendKind::DevDax { .. }) {
+        // Device-DAX cannot give memory back; a preallocated tier keeps it
+        // for the next migration into this slot.
+        if matches!(
+            self.kind,
+            BackendKind::DevDax { .. } | BackendKind::Memfd { prealloc: true, .. }
+        ) {
             return Ok(false);
         }
         let discard_err = |source| BackendError::Discard { slot, source };

@@ -89,7 +89,9 @@ pub(crate) fn check(backing: Backing, tiers: &[TierSpec]) -> Result<(), ConfigEr
     for spec in tiers {
         let tier = || spec.name.clone();
         let (node, hugetlb) = match &spec.backend {
-            BackendSpec::Memfd { numa_node, hugetlb } => (*numa_node, *hugetlb),
+            BackendSpec::Memfd {
+                numa_node, hugetlb, ..
+            } => (*numa_node, *hugetlb),
             BackendSpec::File { .. } => return Err(ConfigError::SharedNumaNeedsMemfd(tier())),
         };
         let node = node.ok_or_else(|| ConfigError::SharedNumaNeedsNode(tier()))?;

@@ -376,7 +376,11 @@ fn plan_tier(spec: &TierSpec, frame_size: u64) -> Result<PlannedTier, ConfigErro
         }
     }
     let (capacity, kind) = match &spec.backend {
-        BackendSpec::Memfd { numa_node, hugetlb } => {
+        BackendSpec::Memfd {
+            numa_node,
+            hugetlb,
+            prealloc,
+        } => {
             let size = spec
                 .size
                 .ok_or_else(|| ConfigError::MemfdWithoutSize(tier()))?;
@@ -394,6 +398,7 @@ fn plan_tier(spec: &TierSpec, frame_size: u64) -> Result<PlannedTier, ConfigErro
             let kind = BackendKind::Memfd {
                 numa_node: *numa_node,
                 hugetlb: *hugetlb,
+                prealloc: *prealloc,
             };
             (size, kind)
         }

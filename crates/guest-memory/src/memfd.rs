@@ -56,6 +56,7 @@ mod tests {
             kind: BackendKind::Memfd {
                 numa_node: None,
                 hugetlb: true,
+                prealloc: false,
             },
         };
         let err = TierBackend::create(&plan, host::HUGEPAGE_SIZE).unwrap_err();

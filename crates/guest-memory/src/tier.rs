@@ -15,7 +15,15 @@ use crate::size::{SizeError, format_size_arg, parse_size};
 pub use crate::policy::{Placement, PlacementParseError};
 
 /// Keys a tier specification may contain.
-const KEYS: [&str; 6] = ["name", "backend", "size", "path", "numa-node", "hugetlb"];
+const KEYS: [&str; 7] = [
+    "name",
+    "backend",
+    "size",
+    "path",
+    "numa-node",
+    "hugetlb",
+    "prealloc",
+];
 
 /// One tier of guest memory as configured: a name, a backend and a capacity.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,6 +46,11 @@ pub enum BackendSpec {
         numa_node: Option<u32>,
         /// Back the memfd with 2 MiB hugetlb pages.
         hugetlb: bool,
+        /// Allocate the whole tier when the VM starts and keep released
+        /// slots' memory for reuse (like QEMU's prealloc): migrations then
+        /// copy into memory that exists instead of allocating it page by
+        /// page, at the cost of committing the tier's full capacity.
+        prealloc: bool,
     },
     /// A device-DAX character device or a regular file, mapped shared.
     File {
@@ -56,7 +69,9 @@ pub enum TierSpecError {
     #[error("'{0}' is not key=value")]
     NotKeyValue(String),
     /// A key is not one of the known keys.
-    #[error("unknown key '{0}' (expected one of name, backend, size, path, numa-node, hugetlb)")]
+    #[error(
+        "unknown key '{0}' (expected one of name, backend, size, path, numa-node, hugetlb, prealloc)"
+    )]
     UnknownKey(String),
     /// A key appeared twice.
     #[error("duplicate key '{0}'")]
@@ -82,6 +97,9 @@ pub enum TierSpecError {
     /// The NUMA node is not a number.
     #[error("bad value for 'numa-node': '{0}' (expected a node number)")]
     BadNumaNode(String),
+    /// `prealloc` is neither `on` nor `off`.
+    #[error("bad value for 'prealloc': '{0}' (expected on or off)")]
+    BadPrealloc(String),
     /// `hugetlb` is neither `on` nor `off`.
     #[error("bad value for 'hugetlb': '{0}' (expected on or off)")]
     BadHugetlb(String),
@@ -198,11 +216,20 @@ fn parse_memfd(items: &RawItems<'_>, size: Option<u64>) -> Result<BackendSpec, T
         Some("on") => true,
         Some(other) => return Err(TierSpecError::BadHugetlb(other.to_owned())),
     };
-    Ok(BackendSpec::Memfd { numa_node, hugetlb })
+    let prealloc = match items.get("prealloc") {
+        None | Some("off") => false,
+        Some("on") => true,
+        Some(other) => return Err(TierSpecError::BadPrealloc(other.to_owned())),
+    };
+    Ok(BackendSpec::Memfd {
+        numa_node,
+        hugetlb,
+        prealloc,
+    })
 }
 
 fn parse_file(items: &RawItems<'_>) -> Result<BackendSpec, TierSpecError> {
-    for key in ["numa-node", "hugetlb"] {
+    for key in ["numa-node", "hugetlb", "prealloc"] {
         if items.get(key).is_some() {
             return Err(TierSpecError::KeyNotForBackend {
                 key,
@@ -227,12 +254,20 @@ impl fmt::Display for TierSpec {
         if let Some(size) = self.size {
             write!(f, ",size={}", format_size_arg(size))?;
         }
-        if let BackendSpec::Memfd { numa_node, hugetlb } = &self.backend {
+        if let BackendSpec::Memfd {
+            numa_node,
+            hugetlb,
+            prealloc,
+        } = &self.backend
+        {
             if let Some(node) = numa_node {
                 write!(f, ",numa-node={node}")?;
             }
             if *hugetlb {
                 write!(f, ",hugetlb=on")?;
+            }
+            if *prealloc {
+                write!(f, ",prealloc=on")?;
             }
         }
         Ok(())
@@ -249,6 +284,25 @@ mod tests {
     }
 
     #[test]
+    fn prealloc_is_a_memfd_option() {
+        let on = parse("name=a,backend=memfd,size=2M,prealloc=on").unwrap();
+        assert!(matches!(
+            on.backend,
+            BackendSpec::Memfd { prealloc: true, .. }
+        ));
+        assert_eq!(
+            on.to_string().parse::<TierSpec>().unwrap(),
+            on,
+            "round-trips"
+        );
+        assert!(matches!(
+            parse("name=a,backend=memfd,size=2M,prealloc=maybe"),
+            Err(TierSpecError::BadPrealloc(_))
+        ));
+        assert!(parse("name=a,backend=file,path=/tmp/x,prealloc=on").is_err());
+    }
+
+    #[test]
     fn parses_memfd_tier() {
         let spec = parse("name=dram,backend=memfd,size=256M").unwrap();
         assert_eq!(
@@ -257,7 +311,8 @@ mod tests {
                 name: "dram".into(),
                 backend: BackendSpec::Memfd {
                     numa_node: None,
-                    hugetlb: false
+                    hugetlb: false,
+                    prealloc: false
                 },
                 size: Some(256 * MIB),
             }
@@ -273,7 +328,8 @@ mod tests {
             spec.backend,
             BackendSpec::Memfd {
                 numa_node: Some(1),
-                hugetlb: true
+                hugetlb: true,
+                prealloc: false
             }
         );
         let off = parse("name=a,backend=memfd,size=2M,hugetlb=off").unwrap();
@@ -281,7 +337,8 @@ mod tests {
             off.backend,
             BackendSpec::Memfd {
                 numa_node: None,
-                hugetlb: false
+                hugetlb: false,
+                prealloc: false
             }
         );
     }

@@ -256,8 +256,15 @@ impl TieredMemory {
         for (tier, backend) in self.tiers.iter().enumerate() {
             // Shared backing keeps every frame's data at its own offset in
             // one memfd: there are no per-tier slots to leak.
+            // A preallocated tier keeps released slots' memory on purpose.
             if backend.is_shared()
-                || !matches!(backend.kind(), crate::backend::BackendKind::Memfd { .. })
+                || !matches!(
+                    backend.kind(),
+                    crate::backend::BackendKind::Memfd {
+                        prealloc: false,
+                        ..
+                    }
+                )
             {
                 continue;
             }

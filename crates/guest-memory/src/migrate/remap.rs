@@ -169,6 +169,7 @@ impl RemapMigrator {
             .map(|&(s, d, l)| CopyRange::new(s as *const u8, d as *mut u8, l as usize))
             .collect();
         let started = Instant::now();
+        populate(pieces);
         // SAFETY: every source and destination lies in a tier's view
         // mapping (live for the memory's lifetime) and is a whole slot, or a
         // page of one, reserved for this batch: destinations are distinct
@@ -587,6 +588,28 @@ impl RemapMigrator {
             .errors
             .push(format!("frames {} and {}: {why}", p.a, p.b));
         self.finish_window(report);
+    }
+}
+
+/// Maps the pages of every copy piece into the views in bulk before the
+/// copy: sources with `MADV_POPULATE_READ` (the guest wrote them through
+/// its own mapping, so the view has no page-table entries), destinations
+/// with `MADV_POPULATE_WRITE` (fresh or punched-out slots have no pages).
+/// One syscall per range instead of a trapping fault per 4 KiB page: with
+/// per-page faults the copy ran at 0.43 GB/s on the development machines
+/// (nested virtualization makes each fault cost microseconds). Failure
+/// only costs speed: the copy then faults the pages in itself.
+fn populate(pieces: &[(u64, u64, u64)]) {
+    for &(src, dst, len) in pieces {
+        for (addr, advice) in [
+            (src, libc::MADV_POPULATE_READ),
+            (dst, libc::MADV_POPULATE_WRITE),
+        ] {
+            // SAFETY: `addr..addr + len` is a page-aligned range of a live
+            // view mapping (a whole slot or a page of one); populating only
+            // faults pages in, it changes no data.
+            unsafe { libc::madvise(addr as *mut libc::c_void, len as usize, advice) };
+        }
     }
 }
 

@@ -398,3 +398,50 @@ fn a_move_into_a_full_tier_uses_the_slot_a_demotion_frees() {
     assert_eq!(rig.mem.location(cold).unwrap().tier, 1);
     rig.mem.verify_backing().unwrap();
 }
+
+#[test]
+fn preallocated_tiers_keep_released_memory_and_lose_no_write() {
+    let cfg = config(
+        FRAMES * FRAME,
+        FRAME,
+        vec![
+            format!(
+                "name=fast,backend=memfd,size={}K,prealloc=on",
+                FRAMES * FRAME / 1024
+            )
+            .parse()
+            .unwrap(),
+            format!(
+                "name=slow,backend=memfd,size={}K,prealloc=on",
+                FRAMES * FRAME / 1024
+            )
+            .parse()
+            .unwrap(),
+        ],
+        Placement::Interleave,
+    );
+    let mem = Arc::new(TieredMemory::new(&cfg).unwrap());
+    for t in mem.tiers() {
+        assert!(
+            (0..t.slot_count()).all(|s| t.slot_has_data(s).unwrap()),
+            "allocated at creation"
+        );
+    }
+    let guard = Arc::new(WriteGuard::new(mem.regions()).unwrap());
+    let engine = engine_from_spec(&EngineSpec::Threads {
+        workers: 2,
+        pin: false,
+    })
+    .unwrap();
+    let log = Arc::new(HostWriteLog::new(FRAMES * FRAME));
+    let migrator = RemapMigrator::new(mem.clone(), guard, engine, None).unwrap();
+    let rig = Rig { mem, log, migrator };
+    let total = under_fire(&rig, |r| random_moves(r, 1000, 8));
+    assert_eq!(total.aborted, 0, "{:?}", total.errors);
+    for t in rig.mem.tiers() {
+        assert!(
+            (0..t.slot_count()).all(|s| t.slot_has_data(s).unwrap()),
+            "released slots keep their memory"
+        );
+    }
+}
