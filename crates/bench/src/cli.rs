@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Parser;
 
 use crate::size::parse_size;
-use crate::suite::{RunOptions, Selection};
+use crate::suite::{RunOptions, Selection, Suite};
 
 /// tierbench: the tiervisor benchmark harness. Prints result tables on
 /// stdout and progress on stderr; results are ratios against baselines
@@ -30,7 +30,13 @@ pub struct Cli {
     /// tables) to this file, ready for docs/benchmarks.md.
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
-    /// Override the batch size (K/M/G suffixes), e.g. for fast tests.
+    /// With the migrate suite: instead of the benchmark, a soak of N
+    /// random live migrations (default 1000000) under a verifying guest,
+    /// each leg checked by the guest and the VMM at the end.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "1000000")]
+    pub soak: Option<u64>,
+    /// Override the copy batch size or the migrate guest's RAM (K/M/G
+    /// suffixes), e.g. for fast tests.
     #[arg(long, hide = true, value_parser = parse_size_arg)]
     pub bytes: Option<u64>,
 }
@@ -41,6 +47,17 @@ impl Cli {
         RunOptions {
             quick: self.quick,
             bytes: self.bytes,
+            soak: self.soak,
+        }
+    }
+
+    /// The suites to run: the selection, or the soak alone with `--soak`
+    /// (which only the migrate suite takes).
+    pub fn suites(&self) -> Result<Vec<Suite>, String> {
+        match (self.soak, self.suite) {
+            (None, selection) => Ok(selection.suites()),
+            (Some(_), Selection::Migrate) => Ok(vec![Suite::MigrateSoak]),
+            (Some(_), _) => Err("--soak runs with the migrate suite only".to_owned()),
         }
     }
 }
@@ -80,9 +97,32 @@ mod tests {
             cli.run_options(),
             RunOptions {
                 quick: true,
-                bytes: Some(4 << 20)
+                bytes: Some(4 << 20),
+                soak: None,
             }
         );
+    }
+
+    #[test]
+    fn soak_takes_an_optional_count_and_the_migrate_suite_only() {
+        let parse = |args: &[&str]| Cli::try_parse_from(args).unwrap();
+        let soak = parse(&["tierbench", "migrate", "--soak", "20000"]);
+        assert_eq!(soak.soak, Some(20_000));
+        assert_eq!(soak.suites(), Ok(vec![Suite::MigrateSoak]));
+        let default = parse(&["tierbench", "migrate", "--soak"]);
+        assert_eq!(default.soak, Some(1_000_000));
+        let plain = parse(&["tierbench", "migrate", "--quick"]);
+        assert_eq!(plain.suites(), Ok(vec![Suite::Migrate]));
+        let all = parse(&["tierbench", "all"]);
+        assert_eq!(all.suites(), Ok(vec![Suite::Copy, Suite::Migrate]));
+        for other in ["copy", "all"] {
+            assert!(
+                parse(&["tierbench", other, "--soak", "5"])
+                    .suites()
+                    .is_err()
+            );
+        }
+        assert!(Cli::try_parse_from(["tierbench", "migrate", "--soak", "lots"]).is_err());
     }
 
     #[test]

@@ -9,12 +9,13 @@
 //! * [`cli`] — the `tierbench` command line;
 //! * [`suite`] — which suites exist, running one, and the result of each;
 //! * [`copy`] — the copy-engine suite (issue 3);
+//! * [`migrate`] — the live-migration suite and its soak mode (issue 3);
 //! * [`report`] — the whole run (invocation, machine, suite results) as
 //!   text, JSON and markdown; [`output`] writes the files;
 //! * shared tools: [`stats`] and [`bandwidth`] (medians, ratios),
 //!   [`table`], [`plot`] (SVG line charts), [`progress`] (indicatif bars),
 //!   [`memory`] (memfd mappings like guest tiers), [`rng`] (seeded
-//!   shuffles), [`machine`], [`date`], [`invocation`].
+//!   shuffles), [`machine`], [`date`], [`invocation`], [`size`].
 //!
 //! Adding a suite: a module with a `run` function and a serde result type,
 //! one variant in [`suite::Suite`] and in [`suite::SuiteResult`].
@@ -26,6 +27,7 @@ pub mod date;
 pub mod invocation;
 pub mod machine;
 pub mod memory;
+pub mod migrate;
 pub mod output;
 pub mod plot;
 pub mod progress;

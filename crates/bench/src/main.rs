@@ -5,7 +5,8 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
 use thiserror::Error;
 
 use bench::cli::Cli;
@@ -13,7 +14,7 @@ use bench::invocation::Invocation;
 use bench::machine::MachineInfo;
 use bench::output::{self, OutputError};
 use bench::report::{BenchReport, render_suite_text};
-use bench::suite::{self, SuiteError};
+use bench::suite::{self, Suite, SuiteError};
 use bench::table::RowWidthError;
 
 /// Why a run failed.
@@ -31,7 +32,13 @@ enum RunError {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(&cli) {
+    let suites = match cli.suites() {
+        Ok(suites) => suites,
+        Err(message) => Cli::command()
+            .error(ErrorKind::ArgumentConflict, message)
+            .exit(),
+    };
+    match run(&cli, &suites) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("tierbench: error: {}", error_chain(&e));
@@ -40,7 +47,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: &Cli) -> Result<(), RunError> {
+fn run(cli: &Cli, suites: &[Suite]) -> Result<(), RunError> {
     let mut report = BenchReport::new(Invocation::capture(cli.quick), MachineInfo::detect());
     let mut stdout = io::stdout().lock();
     let mut print = |text: &str| {
@@ -51,7 +58,7 @@ fn run(cli: &Cli) -> Result<(), RunError> {
     };
     print(&report.render_header())?;
     let options = cli.run_options();
-    for suite in cli.suite.suites() {
+    for &suite in suites {
         let result = suite::run(suite, &options)?;
         print(&render_suite_text(&result)?)?;
         report.results.push(result);

@@ -5,6 +5,8 @@ use std::error::Error;
 use std::path::{Path, PathBuf};
 
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::ValueFormatter;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use thiserror::Error;
 
@@ -63,8 +65,31 @@ impl Series {
     }
 }
 
-/// A line chart with a linear x axis of whole numbers (thread counts,
-/// sizes, steps) and a linear y axis starting at zero.
+/// How the x axis is labelled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum XAxis {
+    /// Ticks and labels on whole numbers (thread counts, steps).
+    #[default]
+    WholeNumbers,
+    /// Points are given as `log2` of the value shown: a tick on every
+    /// whole `k` is labelled `2^k` (batch sizes 1, 16, 64, 512 spread
+    /// evenly instead of crowding at the left).
+    PowersOfTwo,
+}
+
+/// How the y axis is scaled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum YAxis {
+    /// Linear, starting at zero (bandwidths).
+    #[default]
+    LinearFromZero,
+    /// Logarithmic over the positive values (latencies spanning
+    /// microseconds to seconds); points at or below zero are left out.
+    Log,
+}
+
+/// A line chart over an x axis of whole numbers (or powers of two) and a
+/// linear or logarithmic y axis.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LineChart {
     /// Caption.
@@ -75,6 +100,10 @@ pub struct LineChart {
     pub y_label: String,
     /// Shown x interval.
     pub x_range: (f64, f64),
+    /// How x is labelled.
+    pub x_axis: XAxis,
+    /// How y is scaled.
+    pub y_axis: YAxis,
     /// The lines.
     pub series: Vec<Series>,
 }
@@ -87,44 +116,99 @@ const LEGEND_WIDTH: u32 = 300;
 impl LineChart {
     /// Draws the chart into the SVG file `path` (created or replaced).
     pub fn write_svg(&self, path: &Path) -> Result<(), PlotError> {
-        let y_max = self
-            .series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.1))
-            .filter(|y| y.is_finite())
-            .fold(None, |max: Option<f64>, y| {
-                Some(max.map_or(y, |m| m.max(y)))
-            })
+        let (y_min, y_max) = self
+            .y_extent()
             .ok_or_else(|| PlotError::Empty(self.title.clone()))?;
-        self.draw(path, (y_max * 1.15).max(1e-9))
+        self.draw(path, y_min, y_max)
             .map_err(|source| PlotError::Draw {
                 path: path.to_owned(),
                 source,
             })
     }
 
-    fn draw(&self, path: &Path, y_max: f64) -> Result<(), Box<dyn Error + Send + Sync>> {
+    /// The y interval shown: zero to a bit above the largest value, or
+    /// (log) a factor of two around the positive values. `None` when there
+    /// is nothing to show.
+    fn y_extent(&self) -> Option<(f64, f64)> {
+        let log = self.y_axis == YAxis::Log;
+        let ys = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .filter(|y| y.is_finite() && (!log || *y > 0.0));
+        let (min, max) = ys.fold(None, |acc: Option<(f64, f64)>, y| {
+            Some(acc.map_or((y, y), |(lo, hi)| (lo.min(y), hi.max(y))))
+        })?;
+        Some(if log {
+            (min / 2.0, max * 2.0)
+        } else {
+            (0.0, (max * 1.15).max(1e-9))
+        })
+    }
+
+    fn draw(
+        &self,
+        path: &Path,
+        y_min: f64,
+        y_max: f64,
+    ) -> Result<(), Box<dyn Error + Send + Sync>> {
         let root = SVGBackend::new(path, SIZE).into_drawing_area();
         root.fill(&WHITE)?;
         let root = root.titled(&self.title, ("sans-serif", 22))?;
         // The legend gets its own column so it never hides a point.
         let (plot_area, legend_area) = root.split_horizontally(SIZE.0 - LEGEND_WIDTH);
-        let mut chart = ChartBuilder::on(&plot_area)
+        let mut builder = ChartBuilder::on(&plot_area);
+        builder
             .margin(16)
             .x_label_area_size(48)
-            .y_label_area_size(64)
-            .build_cartesian_2d(self.x_range.0..self.x_range.1, 0f64..y_max)?;
+            .y_label_area_size(72);
+        let x = self.x_range.0..self.x_range.1;
+        match self.y_axis {
+            YAxis::LinearFromZero => {
+                let mut chart = builder.build_cartesian_2d(x, y_min..y_max)?;
+                self.draw_lines(&mut chart, &legend_area)?;
+            }
+            YAxis::Log => {
+                let mut chart = builder.build_cartesian_2d(x, (y_min..y_max).log_scale())?;
+                self.draw_lines(&mut chart, &legend_area)?;
+            }
+        }
+        root.present()?;
+        Ok(())
+    }
+
+    /// The mesh, every series and its legend entry, on a chart whose y
+    /// coordinate is `Y` (linear or logarithmic).
+    fn draw_lines<Y>(
+        &self,
+        chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, Y>>,
+        legend_area: &DrawingArea<SVGBackend<'_>, Shift>,
+    ) -> Result<(), Box<dyn Error + Send + Sync>>
+    where
+        Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
+        let x_format = match self.x_axis {
+            XAxis::WholeNumbers => whole_numbers_only,
+            XAxis::PowersOfTwo => powers_of_two_only,
+        };
         chart
             .configure_mesh()
             .x_desc(self.x_label.as_str())
             .y_desc(self.y_label.as_str())
             .x_labels(whole_number_ticks(self.x_range))
-            .x_label_formatter(&whole_numbers_only)
+            .x_label_formatter(&x_format)
+            .y_label_formatter(&short_number)
             .draw()?;
+        let log = self.y_axis == YAxis::Log;
         for (index, series) in self.series.iter().enumerate() {
             let Rgb(r, g, b) = series.color;
             let style = RGBColor(r, g, b).stroke_width(2);
-            let points = series.points.iter().copied();
+            let points: Vec<(f64, f64)> = series
+                .points
+                .iter()
+                .copied()
+                .filter(|&(_, y)| !log || y > 0.0)
+                .collect();
             match series.stroke {
                 Stroke::Solid => {
                     chart.draw_series(LineSeries::new(points, style).point_size(3))?;
@@ -133,9 +217,8 @@ impl LineChart {
                     chart.draw_series(DashedLineSeries::new(points, 8, 5, style))?;
                 }
             }
-            legend_entry(&legend_area, index, series, style)?;
+            legend_entry(legend_area, index, series, style)?;
         }
-        root.present()?;
         Ok(())
     }
 }
@@ -184,6 +267,27 @@ fn whole_numbers_only(x: &f64) -> String {
     }
 }
 
+/// `2^x` on whole `x` (for [`XAxis::PowersOfTwo`]), nothing elsewhere.
+fn powers_of_two_only(x: &f64) -> String {
+    let k = x.round();
+    if (x - k).abs() < 1e-6 && (0.0..63.0).contains(&k) {
+        format!("{}", 1u64 << k as u32)
+    } else {
+        String::new()
+    }
+}
+
+/// A y label without float noise: `0.25`, `12.5`, `1000`.
+fn short_number(y: &f64) -> String {
+    let text = format!("{y:.3}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    if text == "-0" {
+        "0".to_owned()
+    } else {
+        text.to_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +298,8 @@ mod tests {
             x_label: "threads".into(),
             y_label: "GB/s".into(),
             x_range: (0.5, 2.5),
+            x_axis: XAxis::WholeNumbers,
+            y_axis: YAxis::LinearFromZero,
             series: vec![
                 Series {
                     label: "measured".into(),
@@ -237,6 +343,52 @@ mod tests {
             .write_svg(Path::new("/nonexistent-dir/x.svg"))
             .unwrap_err();
         assert!(matches!(err, PlotError::Draw { .. }));
+    }
+
+    #[test]
+    fn log_chart_with_powers_of_two_writes_an_svg() {
+        let dir = std::env::temp_dir().join(format!("bench-plot-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("log.svg");
+        let mut log = chart();
+        log.x_axis = XAxis::PowersOfTwo;
+        log.y_axis = YAxis::Log;
+        log.x_range = (-0.5, 9.5);
+        log.series[0].points = vec![(0.0, 0.02), (4.0, 0.0), (9.0, 300.0)];
+        log.write_svg(&path).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let texts: Vec<&str> = svg
+            .split("</text>")
+            .filter_map(|part| part.rsplit('>').next())
+            .map(str::trim)
+            .collect();
+        for label in ["1", "2", "16", "512"] {
+            assert!(texts.contains(&label), "x label {label} missing: {texts:?}");
+        }
+    }
+
+    #[test]
+    fn y_extent_depends_on_the_scale() {
+        let mut c = chart();
+        assert_eq!(c.y_extent(), Some((0.0, 10.0 * 1.15)));
+        c.y_axis = YAxis::Log;
+        c.series[0].points = vec![(1.0, 0.0), (2.0, 0.5)];
+        assert_eq!(c.y_extent(), Some((0.25, 20.0)));
+        c.series.truncate(1);
+        c.series[0].points = vec![(1.0, 0.0)];
+        assert_eq!(c.y_extent(), None, "nothing positive to show");
+    }
+
+    #[test]
+    fn labels_are_short() {
+        assert_eq!(powers_of_two_only(&0.0), "1");
+        assert_eq!(powers_of_two_only(&9.0), "512");
+        assert_eq!(powers_of_two_only(&4.5), "");
+        assert_eq!(short_number(&0.25), "0.25");
+        assert_eq!(short_number(&1000.0), "1000");
+        assert_eq!(short_number(&12.5), "12.5");
+        assert_eq!(short_number(&-0.0001), "0");
     }
 
     #[test]

@@ -120,7 +120,9 @@ pub fn render_suite_text(result: &SuiteResult) -> Result<String, RowWidthError> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{sample_copy_result, sample_report};
+    use crate::testing::{
+        sample_copy_result, sample_migrate_result, sample_report, sample_soak_result,
+    };
 
     #[test]
     fn json_round_trips() {
@@ -158,6 +160,29 @@ mod tests {
         assert!(md.contains("| threads | mode | GB/s |"));
         assert!(md.contains("#### 4 KiB ranges (16384 per batch, shuffled)"));
         assert!(md.contains("| memcpy loop (baseline) | 5.00 | 4.66 | 10% | 1.00× | 0.50× |"));
+    }
+
+    #[test]
+    fn migrate_and_soak_sections_render() {
+        let mut report = sample_report();
+        report.results = vec![
+            SuiteResult::Migrate(sample_migrate_result()),
+            SuiteResult::MigrateSoak(sample_soak_result()),
+        ];
+        let md = report.render_markdown().unwrap();
+        assert!(md.starts_with("## tierbench migrate, migrate-soak — 2026-01-02\n"));
+        assert!(md.contains("### migrate: live migration in a KVM VM"));
+        assert!(md.contains("#### remap-precopy, write-busy guest: memcheck writes"));
+        assert!(md.contains(
+            "| frames/batch | batches | GB/s | spread | × best copy | per batch | protect | copy \
+             | remap | other | re-copied | stalled writes | stall p50 | stall p99 | stall max |"
+        ));
+        assert!(md.contains("### migrate-soak: migration soak"));
+        assert!(md.contains("* total: 20009 migrations, 0 aborted"));
+        assert_eq!(
+            BenchReport::from_json(&report.to_json().unwrap()).unwrap(),
+            report
+        );
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Summary statistics of repeated measurements: median and ratios.
+//! Summary statistics of repeated measurements: median, percentiles and
+//! ratios.
 
 /// The median of `samples`: the middle value, or the mean of the two
 /// middle values for an even count. `None` when there are no samples or
@@ -15,6 +16,22 @@ pub fn median(samples: &[f64]) -> Option<f64> {
     } else {
         (sorted[mid - 1] + sorted[mid]) / 2.0
     })
+}
+
+/// The `q`-quantile of `samples` (`q` in `[0, 1]`) by the nearest-rank
+/// method: the smallest sample with at least `q` of all samples at or
+/// below it (so p99 of 100 samples is the 99th smallest, and `q = 1` the
+/// maximum). A sample always, never an interpolation: a reported p99 stall
+/// is one some write really suffered. `None` when there are no samples,
+/// one is NaN, or `q` is outside `[0, 1]`.
+pub fn percentile(samples: &[f64], q: f64) -> Option<f64> {
+    if samples.is_empty() || samples.iter().any(|s| s.is_nan()) || !(0.0..=1.0).contains(&q) {
+        return None;
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    Some(sorted[rank.clamp(1, sorted.len()) - 1])
 }
 
 /// `value / baseline`; `None` when the baseline is not a positive finite
@@ -56,6 +73,34 @@ mod tests {
     fn median_of_nothing_or_nan_is_none() {
         assert_eq!(median(&[]), None);
         assert_eq!(median(&[1.0, f64::NAN, 2.0]), None);
+    }
+
+    #[test]
+    fn percentile_is_the_nearest_rank_sample() {
+        let samples: Vec<f64> = (1..=100).rev().map(f64::from).collect();
+        assert_eq!(percentile(&samples, 0.5), Some(50.0));
+        assert_eq!(percentile(&samples, 0.99), Some(99.0));
+        assert_eq!(percentile(&samples, 1.0), Some(100.0));
+        assert_eq!(percentile(&samples, 0.0), Some(1.0));
+        assert_eq!(percentile(&samples, 0.001), Some(1.0));
+        assert_eq!(percentile(&samples, 0.991), Some(100.0));
+    }
+
+    #[test]
+    fn percentile_of_few_samples_never_interpolates() {
+        assert_eq!(percentile(&[7.0], 0.99), Some(7.0));
+        assert_eq!(percentile(&[3.0, 1.0], 0.5), Some(1.0));
+        assert_eq!(percentile(&[3.0, 1.0], 0.51), Some(3.0));
+        assert_eq!(percentile(&[1.0, 2.0, 3.0, 1000.0], 0.99), Some(1000.0));
+    }
+
+    #[test]
+    fn percentile_refuses_nothing_nan_and_bad_quantiles() {
+        assert_eq!(percentile(&[], 0.5), None);
+        assert_eq!(percentile(&[1.0, f64::NAN], 0.5), None);
+        assert_eq!(percentile(&[1.0], 1.5), None);
+        assert_eq!(percentile(&[1.0], -0.1), None);
+        assert_eq!(percentile(&[1.0], f64::NAN), None);
     }
 
     #[test]

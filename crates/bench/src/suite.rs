@@ -13,6 +13,10 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::copy::{self, CopyResult, CopySettings, CopySuiteError};
+use crate::migrate::{
+    self, MigrateResult, MigrateSettings, MigrateSuiteError, SOAK_DEFAULT_MIGRATIONS, SoakResult,
+    SoakSettings,
+};
 use crate::plot::PlotError;
 use crate::table::{RowWidthError, Table};
 
@@ -21,16 +25,23 @@ use crate::table::{RowWidthError, Table};
 pub enum Suite {
     /// Copy engines against memcpy and the best parallel copy (issue 3).
     Copy,
+    /// End-to-end live migration in a KVM VM (issue 3).
+    Migrate,
+    /// The migration soak (`migrate --soak N`); never part of `all`.
+    MigrateSoak,
 }
 
 impl Suite {
-    /// Every suite, in the order `all` runs them.
-    pub const ALL: [Suite; 1] = [Suite::Copy];
+    /// Every suite, in the order `all` runs them (the soak is run only
+    /// when asked for).
+    pub const ALL: [Suite; 2] = [Suite::Copy, Suite::Migrate];
 
     /// The suite's name on the command line and in results.
     pub fn name(self) -> &'static str {
         match self {
             Suite::Copy => "copy",
+            Suite::Migrate => "migrate",
+            Suite::MigrateSoak => "migrate-soak",
         }
     }
 
@@ -38,6 +49,10 @@ impl Suite {
     pub fn title(self) -> &'static str {
         match self {
             Suite::Copy => "copy engines against memcpy and the best parallel copy",
+            Suite::Migrate => {
+                "live migration in a KVM VM: bandwidth against the best copy, and guest write stalls"
+            }
+            Suite::MigrateSoak => "migration soak: random live migrations under a verifying guest",
         }
     }
 }
@@ -48,7 +63,10 @@ pub enum Selection {
     /// Copy engines (4 KiB / 64 KiB / 2 MiB ranges, 1..N threads) against
     /// memcpy and the best parallel copy.
     Copy,
-    /// Every suite.
+    /// Live migration in a KVM VM: batches of 1..512 frames, plain remap
+    /// and pre-copy, idle and write-busy guest (with --soak: the soak).
+    Migrate,
+    /// Every suite (without the soak).
     All,
 }
 
@@ -57,6 +75,7 @@ impl Selection {
     pub fn suites(self) -> Vec<Suite> {
         match self {
             Selection::Copy => vec![Suite::Copy],
+            Selection::Migrate => vec![Suite::Migrate],
             Selection::All => Suite::ALL.to_vec(),
         }
     }
@@ -67,8 +86,11 @@ impl Selection {
 pub struct RunOptions {
     /// CI smoke mode: smaller inputs, fewer repetitions.
     pub quick: bool,
-    /// Override of the suite's main size (the copy batch), for tests.
+    /// Override of the suite's main size (the copy batch, the migrate
+    /// guest's RAM), for tests.
     pub bytes: Option<u64>,
+    /// Migrations of a soak run (`--soak`), when given.
+    pub soak: Option<u64>,
 }
 
 /// Why a suite failed.
@@ -77,16 +99,30 @@ pub enum SuiteError {
     /// The copy suite failed.
     #[error("copy suite")]
     Copy(#[from] CopySuiteError),
+    /// The migrate suite or its soak failed.
+    #[error("migrate suite")]
+    Migrate(#[from] MigrateSuiteError),
 }
 
 /// Runs `suite`.
 pub fn run(suite: Suite, options: &RunOptions) -> Result<SuiteResult, SuiteError> {
+    let cpus = thread::available_parallelism().map_or(1, NonZeroUsize::get);
     match suite {
         Suite::Copy => {
-            let cpus = thread::available_parallelism().map_or(1, NonZeroUsize::get);
             let settings = CopySettings::new(options.quick, options.bytes, cpus)
                 .map_err(CopySuiteError::from)?;
             Ok(SuiteResult::Copy(copy::run(settings)?))
+        }
+        Suite::Migrate => {
+            let settings = MigrateSettings::new(options.quick, options.bytes, cpus)
+                .map_err(MigrateSuiteError::from)?;
+            Ok(SuiteResult::Migrate(migrate::run(settings)?))
+        }
+        Suite::MigrateSoak => {
+            let migrations = options.soak.unwrap_or(SOAK_DEFAULT_MIGRATIONS);
+            let settings =
+                SoakSettings::new(migrations, options.bytes).map_err(MigrateSuiteError::from)?;
+            Ok(SuiteResult::MigrateSoak(migrate::run_soak(settings)?))
         }
     }
 }
@@ -98,6 +134,11 @@ pub fn run(suite: Suite, options: &RunOptions) -> Result<SuiteResult, SuiteError
 pub enum SuiteResult {
     /// The copy suite's result.
     Copy(CopyResult),
+    /// The migrate suite's result.
+    Migrate(MigrateResult),
+    /// A soak run's result.
+    #[serde(rename = "migrate-soak")]
+    MigrateSoak(SoakResult),
 }
 
 impl SuiteResult {
@@ -105,6 +146,8 @@ impl SuiteResult {
     pub fn suite(&self) -> Suite {
         match self {
             SuiteResult::Copy(_) => Suite::Copy,
+            SuiteResult::Migrate(_) => Suite::Migrate,
+            SuiteResult::MigrateSoak(_) => Suite::MigrateSoak,
         }
     }
 
@@ -112,6 +155,8 @@ impl SuiteResult {
     pub fn summary(&self) -> Vec<String> {
         match self {
             SuiteResult::Copy(result) => result.summary(),
+            SuiteResult::Migrate(result) => result.summary(),
+            SuiteResult::MigrateSoak(result) => result.summary(),
         }
     }
 
@@ -119,26 +164,34 @@ impl SuiteResult {
     pub fn tables(&self) -> Result<Vec<Table>, RowWidthError> {
         match self {
             SuiteResult::Copy(result) => result.tables(),
+            SuiteResult::Migrate(result) => result.tables(),
+            SuiteResult::MigrateSoak(result) => result.tables(),
         }
     }
 
     /// Writes the suite's SVG pictures into `dir` (which must exist);
-    /// returns the files written.
+    /// returns the files written (a soak draws none).
     pub fn write_svgs(&self, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
         match self {
             SuiteResult::Copy(result) => copy::write_svgs(result, dir),
+            SuiteResult::Migrate(result) => migrate::write_svgs(result, dir),
+            SuiteResult::MigrateSoak(_) => Ok(Vec::new()),
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::error::Error as _;
+
     use super::*;
 
     #[test]
-    fn all_selects_every_suite_once() {
+    fn all_selects_every_suite_once_without_the_soak() {
         assert_eq!(Selection::All.suites(), Suite::ALL.to_vec());
         assert_eq!(Selection::Copy.suites(), vec![Suite::Copy]);
+        assert_eq!(Selection::Migrate.suites(), vec![Suite::Migrate]);
+        assert!(!Suite::ALL.contains(&Suite::MigrateSoak));
     }
 
     #[test]
@@ -155,8 +208,41 @@ mod tests {
         let options = RunOptions {
             quick: true,
             bytes: Some(12345),
+            soak: None,
         };
         let err = run(Suite::Copy, &options).unwrap_err();
         assert!(matches!(err, SuiteError::Copy(CopySuiteError::Settings(_))));
+        let err = run(Suite::Migrate, &options).unwrap_err();
+        assert!(matches!(
+            err,
+            SuiteError::Migrate(MigrateSuiteError::Settings(_))
+        ));
+    }
+
+    #[test]
+    fn soak_settings_are_checked_before_any_vm() {
+        let options = RunOptions {
+            quick: false,
+            bytes: None,
+            soak: Some(2),
+        };
+        let err = run(Suite::MigrateSoak, &options).unwrap_err();
+        assert!(
+            err.source()
+                .is_some_and(|e| e.to_string().contains("settings"))
+        );
+    }
+
+    #[test]
+    fn soak_results_are_tagged_migrate_soak() {
+        let value = serde_json::to_value(SuiteResult::MigrateSoak(
+            crate::testing::sample_soak_result(),
+        ))
+        .unwrap();
+        assert_eq!(value["suite"], "migrate-soak");
+        let value =
+            serde_json::to_value(SuiteResult::Migrate(crate::testing::sample_migrate_result()))
+                .unwrap();
+        assert_eq!(value["suite"], "migrate");
     }
 }

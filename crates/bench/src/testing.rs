@@ -3,11 +3,16 @@
 //! memory elsewhere).
 
 use crate::bandwidth::{Bandwidth, GB, GIB};
+use crate::copy::CopyReference;
 use crate::copy::{
     BestParallel, CopyResult, CopySettings, EngineResult, ParallelResult, RangeSizeResult,
 };
 use crate::invocation::Invocation;
 use crate::machine::{LoadAverage, MachineInfo};
+use crate::migrate::{
+    BatchSizeResult, GuestLoad, Leg, MigrateResult, MigrateSettings, PhaseTimes, Protocol,
+    ScenarioResult, SoakLeg, SoakResult, SoakSettings, StallSummary, Verification, scenarios,
+};
 use crate::report::BenchReport;
 use crate::stats::ratio;
 use crate::suite::SuiteResult;
@@ -118,4 +123,131 @@ pub fn sample_report() -> BenchReport {
     let mut report = BenchReport::new(invocation, machine);
     report.results.push(SuiteResult::Copy(sample_copy_result()));
     report
+}
+
+/// A passed verification.
+pub fn verification() -> Verification {
+    Verification {
+        guest: "exited 0 after its own final check".to_owned(),
+        image: "memcheck buffer intact at its final round (7)".to_owned(),
+        words_checked: 1 << 20,
+        backing_verified: true,
+        leaked_slots: 0,
+    }
+}
+
+/// A quick migrate result against a best copy of 10 GB/s (the sample copy
+/// result's): batch sizes 1 / 16 / 64; the write-busy guest moves 1, 4
+/// and 8 GB/s (remap) and stalls 1.5 / 2 / 5 ms (p50 / p99 / max) with
+/// remap, 0.1 / 0.8 / 1.2 ms with pre-copy; the idle guest never stalls.
+pub fn sample_migrate_result() -> MigrateResult {
+    let settings = MigrateSettings::new(true, None, 2).unwrap();
+    let copy = sample_copy_result();
+    let reference = CopyReference {
+        bytes: 64 << 20,
+        repetitions: 3,
+        parallel: copy.parallel,
+        best: copy.best_parallel,
+    };
+    let best = reference.best.median_gbps;
+    let results = scenarios()
+        .into_iter()
+        .map(|scenario| {
+            let (gbps, stalls): ([f64; 3], StallSummary) = match (scenario.protocol, scenario.guest)
+            {
+                (Protocol::Remap, GuestLoad::Idle) => ([1.5, 5.0, 9.0], StallSummary::default()),
+                (Protocol::Remap, GuestLoad::WriteBusy) => (
+                    [1.0, 4.0, 8.0],
+                    StallSummary {
+                        count: 40,
+                        p50_us: Some(1500.0),
+                        p99_us: Some(2000.0),
+                        max_us: Some(5000.0),
+                    },
+                ),
+                (Protocol::RemapPrecopy, GuestLoad::Idle) => {
+                    ([1.2, 4.5, 8.1], StallSummary::default())
+                }
+                (Protocol::RemapPrecopy, GuestLoad::WriteBusy) => (
+                    [0.9, 3.5, 7.2],
+                    StallSummary {
+                        count: 12,
+                        p50_us: Some(100.0),
+                        p99_us: Some(800.0),
+                        max_us: Some(1200.0),
+                    },
+                ),
+            };
+            let batch_sizes = settings
+                .batch_sizes
+                .iter()
+                .zip(gbps)
+                .map(|(&frames_per_batch, gbps)| {
+                    let frames_moved = 192;
+                    let bytes_moved = frames_moved as u64 * settings.frame_size;
+                    let seconds = bytes_moved as f64 / (gbps * GB);
+                    let batches = frames_moved / frames_per_batch;
+                    BatchSizeResult {
+                        frames_per_batch,
+                        batches,
+                        frames_moved,
+                        bytes_moved,
+                        migrate_seconds: seconds,
+                        gbps,
+                        bandwidth: bandwidth(gbps),
+                        vs_best_copy: ratio(gbps, best),
+                        mean_batch_us: seconds * 1e6 / batches as f64,
+                        phases: PhaseTimes {
+                            protect_s: seconds * 0.1,
+                            copy_s: seconds * 0.6,
+                            remap_s: seconds * 0.2,
+                            other_s: seconds * 0.1,
+                            total_s: seconds,
+                        },
+                        bytes_copied: bytes_moved,
+                        recopied_pages: 0,
+                        stalls: stalls.clone(),
+                    }
+                })
+                .collect();
+            ScenarioResult {
+                protocol: scenario.protocol,
+                guest: scenario.guest,
+                workload: "memcheck:size=131072K,seconds=86400".to_owned(),
+                pool_frames: 64,
+                pool_range: (4, 67),
+                batch_sizes,
+                verification: verification(),
+            }
+        })
+        .collect();
+    MigrateResult::new(settings, reference, results)
+}
+
+/// A small soak: 20000 migrations over three legs, nothing aborted.
+pub fn sample_soak_result() -> SoakResult {
+    let settings = SoakSettings::new(20_000, Some(32 << 20)).unwrap();
+    let legs = Leg::ALL
+        .iter()
+        .zip(settings.leg_targets())
+        .map(|(&leg, target)| SoakLeg {
+            leg,
+            target,
+            batches: target / 8,
+            migrations: target + 3,
+            exchanged: if leg == Leg::Exchange { target + 3 } else { 0 },
+            aborted: 0,
+            recopied_pages: 0,
+            seconds: 2.0,
+            rate_per_sec: (target + 3) as f64 / 2.0,
+            stalls: StallSummary {
+                count: 10,
+                p50_us: Some(30.0),
+                p99_us: Some(90.0),
+                max_us: Some(95.0),
+            },
+            verification: verification(),
+        })
+        .collect();
+    SoakResult::new(settings, legs, std::time::Duration::from_secs(8))
 }

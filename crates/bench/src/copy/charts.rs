@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use super::result::{CopyResult, RangeSizeResult};
-use crate::plot::{LineChart, PlotError, Rgb, Series, Stroke};
+use crate::plot::{LineChart, PlotError, Rgb, Series, Stroke, XAxis, YAxis};
 use crate::size::{format_size, size_tag};
 
 /// Colours: memcpy engines blue, non-temporal orange (lighter when
@@ -115,6 +115,8 @@ pub fn chart(result: &CopyResult, size: &RangeSizeResult) -> LineChart {
         x_label: "copying threads".to_owned(),
         y_label: "GB/s (median)".to_owned(),
         x_range,
+        x_axis: XAxis::WholeNumbers,
+        y_axis: YAxis::LinearFromZero,
         series: series
             .into_iter()
             .filter(|s| !s.points.is_empty())

@@ -15,6 +15,7 @@ mod buffers;
 mod charts;
 mod engines;
 mod plan;
+mod reference;
 mod result;
 mod runner;
 mod settings;
@@ -31,8 +32,10 @@ use crate::progress;
 
 pub use baselines::BaselineError;
 pub use charts::write_svgs;
+pub use reference::{CopyReference, measure_best_parallel};
 pub use result::{
     BestParallel, CopyResult, EngineResult, ParallelResult, RangeSizeResult, format_ratio,
+    parallel_table,
 };
 pub use settings::{CopySettings, RANGE_SIZES, SettingsError};
 

@@ -51,6 +51,36 @@ pub struct BestParallel {
     pub median_gbps: f64,
 }
 
+impl BestParallel {
+    /// The fastest of `parallel` (by median), after filling in every
+    /// entry's ratio to it; `None` when `parallel` is empty.
+    pub fn rate(parallel: &mut [ParallelResult]) -> Option<Self> {
+        let best = parallel
+            .iter()
+            .max_by(|a, b| a.bandwidth.median_gbps.total_cmp(&b.bandwidth.median_gbps))
+            .map(|p| BestParallel {
+                threads: p.threads,
+                mode: p.mode.clone(),
+                median_gbps: p.bandwidth.median_gbps,
+            })?;
+        for p in parallel.iter_mut() {
+            p.vs_best_parallel = ratio(p.bandwidth.median_gbps, best.median_gbps);
+        }
+        Some(best)
+    }
+
+    /// `10.00 GB/s with 2 threads (nt)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{:.2} GB/s with {} thread{} ({})",
+            self.median_gbps,
+            self.threads,
+            if self.threads == 1 { "" } else { "s" },
+            self.mode
+        )
+    }
+}
+
 /// Results for one range size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RangeSizeResult {
@@ -113,18 +143,8 @@ impl CopyResult {
                 });
             }
         }
-        let best = parallel
-            .iter()
-            .max_by(|a, b| a.bandwidth.median_gbps.total_cmp(&b.bandwidth.median_gbps))
-            .map(|p| BestParallel {
-                threads: p.threads,
-                mode: p.mode.clone(),
-                median_gbps: p.bandwidth.median_gbps,
-            })
+        let best = BestParallel::rate(&mut parallel)
             .ok_or_else(|| CopySuiteError::NoSamples("parallel copy".to_owned()))?;
-        for p in &mut parallel {
-            p.vs_best_parallel = ratio(p.bandwidth.median_gbps, best.median_gbps);
-        }
         let mut range_sizes = Vec::new();
         for (size, &range_size) in settings.range_sizes.iter().enumerate() {
             let memcpy_loop = bandwidth_of(Measurement::MemcpyLoop { size })?;
@@ -164,11 +184,8 @@ impl CopyResult {
         vec![
             self.settings.describe(),
             format!(
-                "best parallel copy (contiguous shares, same run): {:.2} GB/s with {} thread{} ({})",
-                best.median_gbps,
-                best.threads,
-                if best.threads == 1 { "" } else { "s" },
-                best.mode
+                "best parallel copy (contiguous shares, same run): {}",
+                best.describe()
             ),
             "GB = 1e9 bytes; \"× memcpy\" is the engine's median over the plain memcpy loop on the \
              same ranges, \"× best parallel\" over the best parallel copy; spread = (max − min) / median"
@@ -186,27 +203,7 @@ impl CopyResult {
     }
 
     fn parallel_table(&self) -> Result<Table, RowWidthError> {
-        let mut table = Table::new(
-            format!(
-                "Parallel copy of the whole {} batch in contiguous shares (reference)",
-                format_size(self.settings.batch_bytes)
-            ),
-            &[
-                ("threads", Align::Right),
-                ("mode", Align::Left),
-                ("GB/s", Align::Right),
-                ("GiB/s", Align::Right),
-                ("spread", Align::Right),
-                ("× best parallel", Align::Right),
-            ],
-        );
-        for p in &self.parallel {
-            let mut cells = vec![p.threads.to_string(), p.mode.clone()];
-            cells.extend(bandwidth_cells(&p.bandwidth));
-            cells.push(format_ratio(p.vs_best_parallel));
-            table.push_row(cells)?;
-        }
-        Ok(table)
+        parallel_table(self.settings.batch_bytes, &self.parallel)
     }
 
     /// The engine result for `range_size` and engine `name`, if measured.
@@ -218,6 +215,32 @@ impl CopyResult {
             .iter()
             .find(|e| e.name == name)
     }
+}
+
+/// The reference table of the contiguous parallel copy of a `bytes` batch
+/// for every thread count and mode.
+pub fn parallel_table(bytes: u64, parallel: &[ParallelResult]) -> Result<Table, RowWidthError> {
+    let mut table = Table::new(
+        format!(
+            "Parallel copy of the whole {} batch in contiguous shares (reference)",
+            format_size(bytes)
+        ),
+        &[
+            ("threads", Align::Right),
+            ("mode", Align::Left),
+            ("GB/s", Align::Right),
+            ("GiB/s", Align::Right),
+            ("spread", Align::Right),
+            ("× best parallel", Align::Right),
+        ],
+    );
+    for p in parallel {
+        let mut cells = vec![p.threads.to_string(), p.mode.clone()];
+        cells.extend(bandwidth_cells(&p.bandwidth));
+        cells.push(format_ratio(p.vs_best_parallel));
+        table.push_row(cells)?;
+    }
+    Ok(table)
 }
 
 fn range_size_table(size: &RangeSizeResult) -> Result<Table, RowWidthError> {

@@ -1,0 +1,546 @@
+//! What the migrate suite found: serde types for the JSON file, built from
+//! the measured totals, the targets of issue 3 checked against them, and
+//! the tables printed and written as markdown.
+
+use serde::{Deserialize, Serialize};
+
+use super::measure::SizeTotals;
+use super::scenario::{GuestLoad, Protocol, Scenario};
+use super::settings::MigrateSettings;
+use super::stalls::{StallSummary, format_micros};
+use super::verify::Verification;
+use crate::bandwidth::{Bandwidth, GB};
+use crate::copy::{CopyReference, format_ratio, parallel_table};
+use crate::size::format_size;
+use crate::stats::ratio;
+use crate::table::{Align, RowWidthError, Table};
+
+/// Issue 3: batches of at least this many frames ...
+pub const TARGET_MIN_BATCH: usize = 64;
+/// ... reach at least this share of the best copy bandwidth.
+pub const TARGET_VS_BEST_COPY: f64 = 0.85;
+/// Issue 3: p99 write stall with pre-copy, at most (µs).
+pub const TARGET_PRECOPY_P99_US: f64 = 1000.0;
+/// Bytes per pre-copy re-copied page.
+const PAGE: u64 = 4096;
+
+/// The migrate suite's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MigrateResult {
+    /// What was measured.
+    pub settings: MigrateSettings,
+    /// The best copy bandwidth of this machine, measured in the same run
+    /// right before the VMs.
+    pub copy_reference: CopyReference,
+    /// One entry per protocol × guest load.
+    pub scenarios: Vec<ScenarioResult>,
+    /// The targets of issue 3 against these numbers.
+    pub targets: Targets,
+}
+
+/// One protocol under one guest load.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioResult {
+    /// The protocol.
+    pub protocol: Protocol,
+    /// The guest load.
+    pub guest: GuestLoad,
+    /// The guest's workload string.
+    pub workload: String,
+    /// Frames the batches were drawn from.
+    pub pool_frames: usize,
+    /// First and last frame index of the pool.
+    pub pool_range: (usize, usize),
+    /// One entry per batch size.
+    pub batch_sizes: Vec<BatchSizeResult>,
+    /// The end checks, all passed.
+    pub verification: Verification,
+}
+
+/// One batch size in one scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BatchSizeResult {
+    /// Frames per batch.
+    pub frames_per_batch: usize,
+    /// Timed batches.
+    pub batches: usize,
+    /// Frames moved.
+    pub frames_moved: usize,
+    /// `frames_moved` × frame size.
+    pub bytes_moved: u64,
+    /// Summed wall time of the `migrate()` calls, seconds.
+    pub migrate_seconds: f64,
+    /// `bytes_moved / migrate_seconds`, GB/s: the headline number.
+    pub gbps: f64,
+    /// Per round (each a bandwidth sample): median, spread, samples.
+    pub bandwidth: Bandwidth,
+    /// `gbps` relative to the best copy of the same run.
+    pub vs_best_copy: Option<f64>,
+    /// Mean wall time of one batch, µs.
+    pub mean_batch_us: f64,
+    /// Where the migrator's time went.
+    pub phases: PhaseTimes,
+    /// Bytes the copy engine copied, pre-copy re-copies included.
+    pub bytes_copied: u64,
+    /// Pre-copy: 4 KiB pages copied again because the guest wrote them.
+    pub recopied_pages: u64,
+    /// Guest writes that waited on a batch.
+    pub stalls: StallSummary,
+}
+
+/// Summed phase times of the migrator's reports, seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseTimes {
+    /// Write-protecting (pre-copy: plus resetting and reading the dirty
+    /// log).
+    pub protect_s: f64,
+    /// Copying (pre-copy: every round).
+    pub copy_s: f64,
+    /// `mmap(MAP_FIXED)`, userfaultfd re-registration and waking.
+    pub remap_s: f64,
+    /// The rest of `migrate()`: reserving slots, committing to the
+    /// placement map, punching out the source slots.
+    pub other_s: f64,
+    /// The migrator's own total.
+    pub total_s: f64,
+}
+
+impl PhaseTimes {
+    /// Each phase as a share of the total.
+    pub fn shares(&self) -> [Option<f64>; 4] {
+        [self.protect_s, self.copy_s, self.remap_s, self.other_s].map(|s| ratio(s, self.total_s))
+    }
+}
+
+/// The targets of issue 3, checked against a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Targets {
+    /// Batches of at least this many frames are judged for bandwidth.
+    pub min_batch: usize,
+    /// Their required share of the best copy.
+    pub vs_best_copy: f64,
+    /// Whether every judged batch size reached it.
+    pub bandwidth_met: bool,
+    /// The lowest share among the judged batch sizes, and where.
+    pub lowest_vs_best_copy: Option<Judged>,
+    /// Required pre-copy p99 write stall, µs.
+    pub precopy_p99_us: f64,
+    /// Whether every pre-copy batch size kept to it (true when no write
+    /// stalled).
+    pub stall_met: bool,
+    /// The highest pre-copy p99, and where.
+    pub highest_precopy_p99: Option<Judged>,
+}
+
+/// A number judged against a target and where it was measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Judged {
+    /// The value.
+    pub value: f64,
+    /// Protocol.
+    pub protocol: Protocol,
+    /// Guest load.
+    pub guest: GuestLoad,
+    /// Frames per batch.
+    pub frames_per_batch: usize,
+}
+
+impl BatchSizeResult {
+    /// Summarizes `totals` of `frame_size` frames against the best copy
+    /// `best_gbps`; `None` without timed rounds.
+    pub fn build(totals: &SizeTotals, frame_size: u64, best_gbps: f64) -> Option<Self> {
+        let rounds = totals.round_times.len();
+        if rounds == 0 || totals.batches == 0 {
+            return None;
+        }
+        let bytes_moved = totals.frames as u64 * frame_size;
+        let seconds = totals.wall.as_secs_f64();
+        let gbps = bytes_moved as f64 / seconds.max(1e-9) / GB;
+        let per_round = bytes_moved / rounds as u64;
+        let phase = |d: std::time::Duration| d.as_secs_f64();
+        let named = totals.protect + totals.copy + totals.remap;
+        Some(Self {
+            frames_per_batch: totals.frames_per_batch,
+            batches: totals.batches,
+            frames_moved: totals.frames,
+            bytes_moved,
+            migrate_seconds: seconds,
+            gbps,
+            bandwidth: Bandwidth::from_runs(per_round, &totals.round_times)?,
+            vs_best_copy: ratio(gbps, best_gbps),
+            mean_batch_us: seconds * 1e6 / totals.batches as f64,
+            phases: PhaseTimes {
+                protect_s: phase(totals.protect),
+                copy_s: phase(totals.copy),
+                remap_s: phase(totals.remap),
+                other_s: phase(totals.total.saturating_sub(named)),
+                total_s: phase(totals.total),
+            },
+            bytes_copied: totals.bytes_copied,
+            recopied_pages: totals.recopied_pages,
+            stalls: StallSummary::of(&totals.stalls),
+        })
+    }
+}
+
+impl ScenarioResult {
+    /// The label of its scenario.
+    pub fn scenario(&self) -> Scenario {
+        Scenario {
+            protocol: self.protocol,
+            guest: self.guest,
+        }
+    }
+
+    /// The batch size entry of `frames_per_batch`, if measured.
+    pub fn batch_size(&self, frames_per_batch: usize) -> Option<&BatchSizeResult> {
+        self.batch_sizes
+            .iter()
+            .find(|b| b.frames_per_batch == frames_per_batch)
+    }
+}
+
+impl Targets {
+    /// Judges `scenarios`.
+    pub fn judge(scenarios: &[ScenarioResult]) -> Self {
+        let judged = |s: &ScenarioResult, b: &BatchSizeResult, value: f64| Judged {
+            value,
+            protocol: s.protocol,
+            guest: s.guest,
+            frames_per_batch: b.frames_per_batch,
+        };
+        let mut lowest: Option<Judged> = None;
+        let mut highest: Option<Judged> = None;
+        let mut bandwidth_met = true;
+        let mut stall_met = true;
+        for s in scenarios {
+            for b in &s.batch_sizes {
+                if b.frames_per_batch >= TARGET_MIN_BATCH {
+                    let share = b.vs_best_copy.unwrap_or(0.0);
+                    bandwidth_met &= share >= TARGET_VS_BEST_COPY;
+                    if lowest.as_ref().is_none_or(|l| share < l.value) {
+                        lowest = Some(judged(s, b, share));
+                    }
+                }
+                if let (Protocol::RemapPrecopy, Some(p99)) = (s.protocol, b.stalls.p99_us) {
+                    stall_met &= p99 <= TARGET_PRECOPY_P99_US;
+                    if highest.as_ref().is_none_or(|h| p99 > h.value) {
+                        highest = Some(judged(s, b, p99));
+                    }
+                }
+            }
+        }
+        Self {
+            min_batch: TARGET_MIN_BATCH,
+            vs_best_copy: TARGET_VS_BEST_COPY,
+            bandwidth_met: bandwidth_met && lowest.is_some(),
+            lowest_vs_best_copy: lowest,
+            precopy_p99_us: TARGET_PRECOPY_P99_US,
+            stall_met,
+            highest_precopy_p99: highest,
+        }
+    }
+
+    /// Two lines: each target, met or missed, with the deciding number.
+    pub fn describe(&self) -> Vec<String> {
+        let verdict = |met| if met { "met" } else { "MISSED" };
+        let place = |j: &Judged| {
+            format!(
+                "{}, {} guest, {}-frame batches",
+                j.protocol.name(),
+                j.guest.name(),
+                j.frames_per_batch
+            )
+        };
+        let bandwidth = match &self.lowest_vs_best_copy {
+            Some(j) => format!("lowest {} ({})", format_ratio(Some(j.value)), place(j)),
+            None => format!("no batch of {} frames or more was measured", self.min_batch),
+        };
+        let stall = match &self.highest_precopy_p99 {
+            Some(j) => format!("highest {} ({})", format_micros(Some(j.value)), place(j)),
+            None => "no guest write stalled".to_owned(),
+        };
+        vec![
+            format!(
+                "target: batches of ≥ {} frames at ≥ {:.0}% of the best copy — {}: {}",
+                self.min_batch,
+                self.vs_best_copy * 100.0,
+                verdict(self.bandwidth_met),
+                bandwidth
+            ),
+            format!(
+                "target: p99 write stall with pre-copy ≤ {} — {}: {}",
+                format_micros(Some(self.precopy_p99_us)),
+                verdict(self.stall_met),
+                stall
+            ),
+        ]
+    }
+}
+
+impl MigrateResult {
+    /// Puts the run together and judges it.
+    pub fn new(
+        settings: MigrateSettings,
+        copy_reference: CopyReference,
+        scenarios: Vec<ScenarioResult>,
+    ) -> Self {
+        let targets = Targets::judge(&scenarios);
+        Self {
+            settings,
+            copy_reference,
+            scenarios,
+            targets,
+        }
+    }
+
+    /// The scenario of `protocol` under `guest`, if measured.
+    pub fn scenario(&self, protocol: Protocol, guest: GuestLoad) -> Option<&ScenarioResult> {
+        self.scenarios
+            .iter()
+            .find(|s| s.protocol == protocol && s.guest == guest)
+    }
+
+    /// Lines explaining the method, the reference and the targets.
+    pub fn summary(&self) -> Vec<String> {
+        let mut lines = vec![
+            self.settings.describe(),
+            format!(
+                "best copy (contiguous parallel copy between two pre-faulted memfd mappings, \
+                 measured in this run right before the VMs): {}",
+                self.copy_reference.best.describe()
+            ),
+            "write stalls are host-side measurements: from the moment the VMM's userfaultfd \
+             handler reads a write-protect fault to the moment the migrator closes the window \
+             after waking the writer; one sample per 4 KiB page written while protected"
+                .to_owned(),
+            "GB = 1e9 bytes; protect / copy / remap / other are shares of the time in migrate(); \
+             re-copied = pre-copy bytes copied again because the guest wrote them, as a share \
+             of the bytes moved"
+                .to_owned(),
+        ];
+        lines.extend(self.targets.describe());
+        lines
+    }
+
+    /// The copy reference, one table per scenario, then the verification.
+    pub fn tables(&self) -> Result<Vec<Table>, RowWidthError> {
+        let mut tables = vec![parallel_table(
+            self.copy_reference.bytes,
+            &self.copy_reference.parallel,
+        )?];
+        for s in &self.scenarios {
+            tables.push(self.scenario_table(s)?);
+        }
+        tables.push(self.verification_table()?);
+        Ok(tables)
+    }
+
+    fn scenario_table(&self, s: &ScenarioResult) -> Result<Table, RowWidthError> {
+        let moved = format_size(s.pool_frames as u64 * self.settings.frame_size);
+        let what = match s.guest {
+            GuestLoad::Idle => format!(
+                "the guest reads one frame; {} untouched frames ({moved}) move",
+                s.pool_frames
+            ),
+            GuestLoad::WriteBusy => format!(
+                "memcheck writes and checks the {} frames ({moved}) that move",
+                s.pool_frames
+            ),
+        };
+        let mut table = Table::new(
+            format!("{}: {what}", s.scenario().label()),
+            &[
+                ("frames/batch", Align::Right),
+                ("batches", Align::Right),
+                ("GB/s", Align::Right),
+                ("spread", Align::Right),
+                ("× best copy", Align::Right),
+                ("per batch", Align::Right),
+                ("protect", Align::Right),
+                ("copy", Align::Right),
+                ("remap", Align::Right),
+                ("other", Align::Right),
+                ("re-copied", Align::Right),
+                ("stalled writes", Align::Right),
+                ("stall p50", Align::Right),
+                ("stall p99", Align::Right),
+                ("stall max", Align::Right),
+            ],
+        );
+        for b in &s.batch_sizes {
+            let mut cells = vec![
+                b.frames_per_batch.to_string(),
+                b.batches.to_string(),
+                format!("{:.2}", b.gbps),
+                format!("{:.0}%", b.bandwidth.spread * 100.0),
+                format_ratio(b.vs_best_copy),
+                format_micros(Some(b.mean_batch_us)),
+            ];
+            cells.extend(b.phases.shares().map(format_share));
+            cells.push(match s.protocol {
+                Protocol::Remap => "—".to_owned(),
+                Protocol::RemapPrecopy => format_share(ratio(
+                    (b.recopied_pages * PAGE) as f64,
+                    b.bytes_moved as f64,
+                )),
+            });
+            cells.push(b.stalls.count.to_string());
+            cells.push(format_micros(b.stalls.p50_us));
+            cells.push(format_micros(b.stalls.p99_us));
+            cells.push(format_micros(b.stalls.max_us));
+            table.push_row(cells)?;
+        }
+        Ok(table)
+    }
+
+    fn verification_table(&self) -> Result<Table, RowWidthError> {
+        let mut table = Table::new(
+            "Verification at the end of every run (a failure ends tierbench with an error)",
+            &[
+                ("protocol", Align::Left),
+                ("guest", Align::Left),
+                ("guest's own check", Align::Left),
+                ("VMM image check", Align::Left),
+                ("words", Align::Right),
+                ("mappings", Align::Left),
+                ("leaked slots", Align::Right),
+            ],
+        );
+        for s in &self.scenarios {
+            let v = &s.verification;
+            table.push_row(vec![
+                s.protocol.name().to_owned(),
+                s.guest.name().to_owned(),
+                v.guest.clone(),
+                v.image.clone(),
+                v.words_checked.to_string(),
+                if v.backing_verified {
+                    "match the placement map".to_owned()
+                } else {
+                    "not checked".to_owned()
+                },
+                v.leaked_slots.to_string(),
+            ])?;
+        }
+        Ok(table)
+    }
+}
+
+/// `12%`, or `—` without a share.
+fn format_share(share: Option<f64>) -> String {
+    share.map_or_else(|| "—".to_owned(), |s| format!("{:.0}%", s * 100.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::testing::sample_migrate_result;
+
+    #[test]
+    fn batch_size_result_is_computed_from_the_totals() {
+        let totals = SizeTotals {
+            frames_per_batch: 16,
+            batches: 4,
+            frames: 64,
+            round_times: vec![Duration::from_millis(60), Duration::from_millis(40)],
+            wall: Duration::from_millis(100),
+            total: Duration::from_millis(96),
+            protect: Duration::from_millis(6),
+            copy: Duration::from_millis(60),
+            remap: Duration::from_millis(10),
+            bytes_copied: 64 << 21,
+            recopied_pages: 0,
+            stalls: vec![Duration::from_micros(300), Duration::from_micros(900)],
+        };
+        let b = BatchSizeResult::build(&totals, 2 << 20, 2.0).unwrap();
+        assert_eq!(b.bytes_moved, 64 << 21);
+        let expected = (64u64 << 21) as f64 / 0.1 / 1e9;
+        assert!((b.gbps - expected).abs() < 1e-9, "{}", b.gbps);
+        assert_eq!(b.bandwidth.samples_gbps.len(), 2);
+        assert!((b.vs_best_copy.unwrap() - expected / 2.0).abs() < 1e-9);
+        assert!((b.mean_batch_us - 25_000.0).abs() < 1e-6);
+        assert!((b.phases.other_s - 0.020).abs() < 1e-9);
+        let shares = b.phases.shares();
+        assert!((shares[1].unwrap() - 0.625).abs() < 1e-9);
+        assert_eq!(b.stalls.count, 2);
+        assert_eq!(b.stalls.max_us, Some(900.0));
+        assert!(BatchSizeResult::build(&SizeTotals::default(), 2 << 20, 2.0).is_none());
+    }
+
+    #[test]
+    fn targets_are_judged_from_the_numbers() {
+        let result = sample_migrate_result();
+        let t = &result.targets;
+        assert!(!t.bandwidth_met, "0.72× < 0.85×");
+        let lowest = t.lowest_vs_best_copy.as_ref().unwrap();
+        assert_eq!(
+            (lowest.protocol, lowest.guest, lowest.frames_per_batch),
+            (Protocol::RemapPrecopy, GuestLoad::WriteBusy, 64)
+        );
+        assert!((lowest.value - 0.72).abs() < 1e-12);
+        assert!(t.stall_met, "800 µs ≤ 1 ms");
+        assert_eq!(t.highest_precopy_p99.as_ref().unwrap().value, 800.0);
+
+        let mut fast = result.scenarios.clone();
+        for s in &mut fast {
+            for b in &mut s.batch_sizes {
+                b.vs_best_copy = Some(0.9);
+                b.stalls.p99_us = b.stalls.p99_us.map(|_| 1500.0);
+            }
+        }
+        let t = Targets::judge(&fast);
+        assert!(t.bandwidth_met);
+        assert!(!t.stall_met);
+        assert!(
+            !Targets::judge(&[]).bandwidth_met,
+            "nothing judged is not met"
+        );
+    }
+
+    #[test]
+    fn summary_states_method_reference_and_verdicts() {
+        let lines = sample_migrate_result().summary();
+        assert!(lines[0].contains("256 MiB guest on 2 vCPUs"));
+        assert!(lines[1].contains("10.00 GB/s with 2 threads (nt)"));
+        assert!(lines[2].contains("host-side"));
+        assert!(lines.iter().any(|l| l.contains("MISSED: lowest 0.72×")));
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("≤ 1.00 ms — met: highest 800 µs"))
+        );
+    }
+
+    #[test]
+    fn tables_have_a_row_per_batch_size() {
+        let result = sample_migrate_result();
+        let tables = result.tables().unwrap();
+        assert_eq!(tables.len(), 1 + 4 + 1);
+        assert!(tables[0].title().contains("reference"));
+        let busy = &tables[2];
+        assert!(
+            busy.title()
+                .starts_with("remap, write-busy guest: memcheck writes")
+        );
+        assert_eq!(busy.rows().len(), 3);
+        assert_eq!(
+            busy.rows()[2],
+            [
+                "64", "3", "8.00", "10%", "0.80×", "16.78 ms", "10%", "60%", "20%", "10%", "—",
+                "40", "1.50 ms", "2.00 ms", "5.00 ms"
+            ]
+        );
+        let idle_precopy = &tables[3];
+        assert_eq!(
+            idle_precopy.rows()[0][10],
+            "0%",
+            "re-copied is shown for pre-copy"
+        );
+        assert_eq!(idle_precopy.rows()[0][12], "—", "no stall, no percentile");
+        let md = tables[5].render_markdown();
+        assert!(md.contains("| remap | write-busy | exited 0 after its own final check |"));
+    }
+}
