@@ -123,8 +123,24 @@ impl WriteGuard {
         w.faults.clear();
     }
 
-    /// Closes the window; returns how long each write into it has waited
-    /// so far (call right after waking the ranges).
+    /// Removes the faults in `[start, start + len)` from the window and
+    /// returns how long each waited (call right after waking that range).
+    pub fn woken(&self, start: u64, len: u64) -> Vec<Duration> {
+        let mut w = self.shared.window();
+        let now = Instant::now();
+        let mut out = Vec::new();
+        w.faults.retain(|&page, &mut t| {
+            let inside = start <= page && page < start + len;
+            if inside {
+                out.push(now - t);
+            }
+            !inside
+        });
+        out
+    }
+
+    /// Closes the window; returns how long each write still recorded in it
+    /// has waited (call right after waking the ranges).
     pub fn close_window(&self) -> Vec<Duration> {
         let mut w = self.shared.window();
         w.ranges.clear();

@@ -94,6 +94,9 @@ struct Pair {
     b_at: Location,
 }
 
+/// Frames per write-protected final phase of the pre-copy protocol.
+const PRECOPY_GROUP: usize = 32;
+
 /// Why a step failed (becomes a line of [`BatchReport::errors`]).
 type StepResult = Result<(), String>;
 
@@ -270,6 +273,7 @@ impl RemapMigrator {
             match mapped {
                 Ok(()) => {
                     let _ = self.guard.uffd().wake(host, len);
+                    self.record_stalls(host, len, report);
                 }
                 Err(e) => {
                     for m in run {
@@ -417,6 +421,30 @@ impl RemapMigrator {
                 }
             }
         }
+        // Pre-copy's final phase runs per group, so a writer waits for one
+        // group's delta and remap, not the whole batch's; plain copies
+        // protect the whole batch (its copy is the bulk of the work).
+        let group = if self.precopy.is_some() {
+            PRECOPY_GROUP
+        } else {
+            moves.len()
+        };
+        for chunk in moves.chunks(group) {
+            let mine: HashSet<usize> = chunk.iter().map(|m| m.frame).collect();
+            let frames = self.memory.frames();
+            let chunk_carried: Vec<u64> = carried
+                .iter()
+                .copied()
+                .filter(|&gpa| frames.frame_of_gpa(gpa).is_some_and(|f| mine.contains(&f)))
+                .collect();
+            self.final_phase(chunk.to_vec(), chunk_carried, report);
+        }
+    }
+
+    /// Protects `moves`, copies them (plain: whole frames; pre-copy: the
+    /// pages still dirty, `carried` plus what the final take reports),
+    /// remaps, wakes and commits.
+    fn final_phase(&self, moves: Vec<Planned>, mut carried: Vec<u64>, report: &mut BatchReport) {
         let frames: Vec<usize> = moves.iter().map(|m| m.frame).collect();
         let windows: Vec<(u64, u64)> = self.runs(&frames);
         self.guard.open_window(&windows);
@@ -453,6 +481,16 @@ impl RemapMigrator {
             .filter(|m| !failed_frames.contains(&m.frame))
             .collect();
         self.commit(&done, report);
+    }
+
+    /// Records how long the writers into `[host, host + len)`, just
+    /// woken, waited.
+    fn record_stalls(&self, host: u64, len: u64, report: &mut BatchReport) {
+        let stalls = self.guard.woken(host, len);
+        report.stall_max = report
+            .stall_max
+            .max(stalls.iter().copied().max().unwrap_or(Duration::ZERO));
+        report.stalls.extend(stalls);
     }
 
     fn finish_window(&self, report: &mut BatchReport) {
