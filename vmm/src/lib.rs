@@ -16,3 +16,15 @@ pub mod shuffle;
 pub mod status;
 pub mod vcpu;
 pub mod vm;
+
+/// An error and its causes on one line, for command-line reports.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}

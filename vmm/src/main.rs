@@ -7,6 +7,7 @@ use clap::Parser;
 
 use vmm::cli::{Cli, Command, RunArgs};
 use vmm::devices::hypercall::LogSink;
+use vmm::error_chain;
 use vmm::report::RunReport;
 use vmm::shuffle::Shuffler;
 use vmm::status::StatusLine;
@@ -103,16 +104,4 @@ fn run(args: &RunArgs) -> ExitCode {
 fn fail(code: u8, message: &str) -> ExitCode {
     eprintln!("{message}");
     ExitCode::from(code)
-}
-
-/// An error and its causes on one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }

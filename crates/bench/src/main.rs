@@ -16,6 +16,7 @@ use bench::output::{self, OutputError};
 use bench::report::{BenchReport, render_suite_text};
 use bench::suite::{self, Suite, SuiteError};
 use bench::table::RowWidthError;
+use vmm::error_chain;
 
 /// Why a run failed.
 #[derive(Debug, Error)]
@@ -80,16 +81,4 @@ fn run(cli: &Cli, suites: &[Suite]) -> Result<(), RunError> {
         }
     }
     Ok(())
-}
-
-/// An error and its causes on one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }
