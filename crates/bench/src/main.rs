@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 use thiserror::Error;
+use vmm::error_chain;
 
 use bench::cli::Cli;
 use bench::invocation::Invocation;
@@ -16,7 +17,6 @@ use bench::output::{self, OutputError};
 use bench::report::{BenchReport, render_suite_text};
 use bench::suite::{self, Suite, SuiteError};
 use bench::table::RowWidthError;
-use vmm::error_chain;
 
 /// Why a run failed.
 #[derive(Debug, Error)]
