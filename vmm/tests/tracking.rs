@@ -10,11 +10,12 @@ use std::time::Duration;
 
 use access_track::{AccessTracker, DirtyLogTracker};
 use guest_abi::{AccessRange, GpaRange};
+use guest_memory::Move;
 use guest_memory::{Placement, TierSpec};
 use oracle::{Oracle, precision_at_k};
 use tiering::{HeatConfig, HeatModel};
 use vmm::devices::hypercall::LogSink;
-use vmm::migration::MigrationConfig;
+use vmm::migration::{MigrationConfig, MigratorKind};
 use vmm::vm::{PayloadSource, Vm, VmConfig, VmEnd};
 
 const MIB: u64 = 1 << 20;
@@ -25,8 +26,18 @@ fn tier(name: &str, size: u64) -> TierSpec {
         .unwrap()
 }
 
-/// Per interval: (phase, precision of the heat model's top-K).
+/// Per interval: (phase, precision of the heat model's top-K). With a
+/// `migrator`, random frames move between the tiers all along.
 fn precision_per_interval(args: &str, hot_frames: usize, interval: Duration) -> Vec<(u64, f64)> {
+    precision_while_migrating(args, hot_frames, interval, MigratorKind::None)
+}
+
+fn precision_while_migrating(
+    args: &str,
+    hot_frames: usize,
+    interval: Duration,
+    migrator: MigratorKind,
+) -> Vec<(u64, f64)> {
     let memory = 512 * MIB;
     let config = VmConfig {
         vcpus: 2,
@@ -41,7 +52,10 @@ fn precision_per_interval(args: &str, hot_frames: usize, interval: Duration) -> 
         args: args.into(),
         timeout: Some(Duration::from_secs(120)),
         dirty_log_tracking: true,
-        migration: MigrationConfig::default(),
+        migration: MigrationConfig {
+            migrator,
+            ..Default::default()
+        },
     };
     let log: LogSink = Arc::new(|_, _| {});
     let mut vm = Vm::new(&config, log).unwrap();
@@ -58,7 +72,32 @@ fn precision_per_interval(args: &str, hot_frames: usize, interval: Duration) -> 
         .collect();
     let results = Mutex::new(Vec::new());
     let done = std::sync::atomic::AtomicBool::new(false);
+    let mover = vm.migrator().cloned();
+    let moved = std::sync::atomic::AtomicUsize::new(0);
     let end = std::thread::scope(|s| {
+        if let Some(m) = &mover {
+            let (mem, done, moved) = (&mem, &done, &moved);
+            s.spawn(move || {
+                let mut rng = 0x1234_5678_9abc_def1u64;
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    let batch: Vec<Move> = (0..8)
+                        .map(|_| {
+                            rng ^= rng << 13;
+                            rng ^= rng >> 7;
+                            rng ^= rng << 17;
+                            let frame = (rng % mem.frame_count() as u64) as usize;
+                            Move {
+                                frame,
+                                to_tier: 1 - mem.location(frame).unwrap().tier,
+                            }
+                        })
+                        .collect();
+                    let r = m.migrate(&batch);
+                    moved.fetch_add(r.moved, std::sync::atomic::Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            });
+        }
         s.spawn(|| {
             let mut heat = HeatModel::new(
                 mem.frame_count(),
@@ -96,6 +135,13 @@ fn precision_per_interval(args: &str, hot_frames: usize, interval: Duration) -> 
         end
     });
     assert_eq!(end, VmEnd::Success);
+    if mover.is_some() {
+        assert!(
+            moved.load(std::sync::atomic::Ordering::Relaxed) > 200,
+            "frames moved while tracking"
+        );
+        mem.verify_backing().unwrap();
+    }
     results.into_inner().unwrap()
 }
 
@@ -112,6 +158,23 @@ fn assert_tracks(results: &[(u64, f64)], phases: u64) {
             "phase {phase}: too few intervals: {results:?}"
         );
         assert!(ps[2..].iter().all(|&p| p >= 0.9), "phase {phase}: {ps:?}");
+    }
+}
+
+/// Frames keep moving between tiers (remap and pre-copy, which shares the
+/// dirty log with the tracker) while the tracker follows the hot set: a
+/// write that waited on a migration is logged once, after it lands, and
+/// the pre-copy migrator's harvests do not steal the tracker's bits.
+#[test]
+fn dirty_log_keeps_tracking_while_frames_migrate() {
+    for migrator in [MigratorKind::Remap, MigratorKind::RemapPrecopy] {
+        let r = precision_while_migrating(
+            "hotset:size=384M,hot=32M,hot-frac=0.9,phases=2,seconds=1.5",
+            16,
+            Duration::from_millis(200),
+            migrator,
+        );
+        assert_tracks(&r, 2);
     }
 }
 
