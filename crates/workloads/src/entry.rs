@@ -115,22 +115,12 @@ mod tests {
 
     use super::*;
     use crate::run_error::{EXIT_HYPERCALL_REJECTED, EXIT_SETUP_ERROR};
-    use crate::test_support::{Event, FakeGuest, Recorder, run_vm};
+    use crate::test_support::{Event, FakeGuest, Recorder, logs, run_vm};
 
     fn single(guest: &FakeGuest) -> (u64, Vec<Event>) {
         let rec = Recorder::new(guest, Some(1_000_000));
         let code = guest_main(&rec, guest, 0, 1, guest.boot_info_gpa());
         (code, rec.events())
-    }
-
-    fn logs(events: &[Event]) -> Vec<String> {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Log(m) => Some(m.clone()),
-                _ => None,
-            })
-            .collect()
     }
 
     #[test]

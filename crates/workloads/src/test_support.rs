@@ -413,3 +413,14 @@ pub(crate) fn check_protocol(
         })
         .collect()
 }
+
+/// The messages of the `Log` hypercalls among `events`.
+pub(crate) fn logs(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Log(m) => Some(m.clone()),
+            _ => None,
+        })
+        .collect()
+}

@@ -81,3 +81,25 @@ impl Drop for ScratchFile {
         let _ = std::fs::remove_file(&self.path);
     }
 }
+
+/// The policy mode and node mask (first word) governing `addr`.
+pub fn policy_at(addr: u64) -> (i32, libc::c_ulong) {
+    const MPOL_F_ADDR: libc::c_ulong = 1 << 1;
+    let mut mode: libc::c_int = -1;
+    let mut mask: [libc::c_ulong; 16] = [0; 16];
+    let max_node = mask.len() * libc::c_ulong::BITS as usize;
+    // SAFETY: `mode` and `mask` are live buffers of the sizes passed; the
+    // kernel only writes them and only reads the policy of `addr`.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_get_mempolicy,
+            &mut mode as *mut libc::c_int,
+            mask.as_mut_ptr(),
+            max_node,
+            addr as *mut libc::c_void,
+            MPOL_F_ADDR,
+        )
+    };
+    assert_eq!(rc, 0, "get_mempolicy: {}", std::io::Error::last_os_error());
+    (mode, mask[0])
+}

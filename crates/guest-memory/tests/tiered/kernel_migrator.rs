@@ -12,7 +12,8 @@ use guest_memory::{Location, Placement, TieredMemory};
 use vm_memory::{Bytes, GuestAddress};
 
 use crate::common::MIB;
-use crate::shared_numa::{file_id, policy_at, shared};
+use crate::common::policy_at;
+use crate::shared_numa::{file_id, shared};
 
 const PAGE: u64 = 4096;
 

@@ -139,17 +139,7 @@ mod tests {
     use super::*;
     use crate::meter::PROGRESS_INTERVAL_NS;
     use crate::run_error::EXIT_DATA_ERROR;
-    use crate::test_support::{Event, FakeGuest, RAM_BASE, check_protocol, reports, run_vm};
-
-    fn logs(events: &[Event]) -> Vec<String> {
-        events
-            .iter()
-            .filter_map(|e| match e {
-                Event::Log(m) => Some(m.clone()),
-                _ => None,
-            })
-            .collect()
-    }
+    use crate::test_support::{Event, FakeGuest, RAM_BASE, check_protocol, logs, reports, run_vm};
 
     #[test]
     fn clean_run_leaves_the_last_round_everywhere() {
