@@ -228,3 +228,40 @@ fn shuffle_migrates_frames_under_a_verifying_guest() {
         );
     }
 }
+
+#[test]
+fn idle_gives_the_host_cpu_back() {
+    let report = run_json(
+        "idle",
+        &[
+            "--workload",
+            "idle:phases=2,seconds=0.3",
+            "--vcpus",
+            "2",
+            "--memory",
+            "128M",
+        ],
+    );
+    assert_eq!(report["end"]["kind"], "success");
+    let reports = report["phases"].as_array().unwrap();
+    assert_eq!(reports.len(), 4, "one report per vCPU per phase");
+    for r in reports {
+        let ops = r["ops"].as_u64().unwrap();
+        let nanos = r["nanos"].as_u64().unwrap();
+        assert!(ops > 0 && nanos > 0, "{r}");
+        // Each operation parks the vCPU for 5 ms, so at most 200 fit in a
+        // second; a guest spinning instead would do millions.
+        assert!(ops * 5_000_000 <= nanos + 5_000_000, "{r}");
+        assert_eq!(r["bytes"], 0, "{r}");
+    }
+    let truth = report["ground_truth"].as_array().unwrap();
+    for gt in truth {
+        let total: f64 = gt["ranges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["weight"].as_f64().unwrap())
+            .sum();
+        assert_eq!(total, 0.0, "an idle guest accesses nothing: {gt}");
+    }
+}

@@ -30,7 +30,7 @@ pub const PAYLOAD_MIN_LOAD_ADDR: u64 = 4 << 20;
 pub const BOOT_INFO_MAGIC: u64 = u64::from_le_bytes(*b"TIERBOOT");
 
 /// Version of this ABI; bumped on any incompatible change.
-pub const ABI_VERSION: u32 = 2;
+pub const ABI_VERSION: u32 = 3;
 
 /// Largest number of RAM ranges described in [`BootInfo`].
 pub const MAX_RANGES: usize = 4;
@@ -43,6 +43,10 @@ pub const MAX_LOG_LEN: u64 = 1024;
 
 /// Largest number of [`AccessRange`] entries in one ground-truth descriptor.
 pub const MAX_GROUND_TRUTH_RANGES: u64 = 1 << 16;
+
+/// Longest one `Idle` hypercall may park a vCPU, in microseconds: short
+/// enough that a stop request is seen within a few milliseconds.
+pub const MAX_IDLE_MICROS: u64 = 10_000;
 
 /// A guest-physical address range.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -184,6 +188,10 @@ pub enum Op {
     /// Live progress: `args[0]` = phase, `args[1]` = operations done in the
     /// phase so far. Payloads send it a few times a second at most.
     Progress = 6,
+    /// The vCPU has nothing to do: the VMM parks its thread for `args[0]`
+    /// microseconds (1 ..= [`MAX_IDLE_MICROS`]) before resuming it, giving
+    /// the host CPU back the way `HLT` with a timer would.
+    Idle = 7,
 }
 
 impl Op {
@@ -196,6 +204,7 @@ impl Op {
             4 => Op::Exit,
             5 => Op::GroundTruth,
             6 => Op::Progress,
+            7 => Op::Idle,
             _ => return None,
         })
     }
@@ -414,7 +423,8 @@ mod tests {
     #[test]
     fn unknown_ops_are_rejected() {
         assert_eq!(Op::from_u32(0), None);
-        assert_eq!(Op::from_u32(7), None);
+        assert_eq!(Op::from_u32(7), Some(Op::Idle));
+        assert_eq!(Op::from_u32(8), None);
         assert_eq!(Op::from_u32(u32::MAX), None);
         assert_eq!(Op::from_u32(4), Some(Op::Exit));
     }

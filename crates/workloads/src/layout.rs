@@ -68,6 +68,7 @@ pub(crate) enum Plan {
     Pmbench(PmbenchPlan),
     Stream(StreamOp),
     Memcheck { rounds: u64 },
+    Idle,
 }
 
 impl Spec {
@@ -77,6 +78,7 @@ impl Spec {
     /// * memcheck, stream: the whole free range minus the ground-truth
     ///   area (one 4 KiB page);
     /// * zipf with `items`: `items * item` rounded up to 4 KiB;
+    /// * idle: one 4 KiB page;
     /// * otherwise 3/4 of the free range, rounded down to 2 MiB (to 4 KiB
     ///   when that would be 0).
     ///
@@ -124,6 +126,8 @@ impl Spec {
 
     fn default_buffer_bytes(&self, free: u64) -> u64 {
         match &self.workload {
+            // One page: warm-up touches it once, then nothing does.
+            Workload::Idle => PAGE_BYTES,
             Workload::Memcheck(_) | Workload::Stream(_) => {
                 // Their ground-truth entry count does not depend on the size.
                 let gt = match self.plan(PAGE_BYTES) {
@@ -157,6 +161,7 @@ impl Spec {
             Workload::Pmbench(p) => Plan::Pmbench(self.pmbench_plan(p, buffer_bytes)?),
             Workload::Stream(p) => Plan::Stream(p.op),
             Workload::Memcheck(p) => Plan::Memcheck { rounds: p.rounds },
+            Workload::Idle => Plan::Idle,
         })
     }
 
@@ -246,7 +251,7 @@ impl Plan {
     pub(crate) fn ground_truth_ranges(&self, buffer_bytes: u64) -> u64 {
         match self {
             Plan::Hotset(_) | Plan::Stream(StreamOp::Copy) => 2,
-            Plan::Stream(_) | Plan::Memcheck { .. } => 1,
+            Plan::Stream(_) | Plan::Memcheck { .. } | Plan::Idle => 1,
             Plan::Zipf(_) | Plan::Pmbench(_) => ChunkGrid::new(buffer_bytes).count(),
         }
     }

@@ -55,6 +55,12 @@ impl<'p, P: Platform> PhaseMeter<'p, P> {
         }
     }
 
+    /// The platform the phase runs on (for workloads that make their own
+    /// hypercalls).
+    pub fn platform(&self) -> &'p P {
+        self.platform
+    }
+
     /// Where the phase stands: the time, or the op count without a clock.
     fn position(&self) -> u64 {
         match self.start_ns {

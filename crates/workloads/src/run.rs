@@ -6,7 +6,7 @@ use core::sync::atomic::AtomicU64;
 use guest_abi::Op;
 
 use crate::ground_truth::GroundTruthArea;
-use crate::kinds::{Hotset, Memcheck, Pmbench, Stream, Zipf, ZipfSampler};
+use crate::kinds::{Hotset, Idle, Memcheck, Pmbench, Stream, Zipf, ZipfSampler};
 use crate::layout::Plan;
 use crate::meter::PhaseMeter;
 use crate::platform::{Platform, send};
@@ -121,6 +121,7 @@ pub(crate) fn run_vcpu<P: Platform>(
             region,
             &mut Memcheck::new(region, rounds, vcpu),
         ),
+        Plan::Idle => drive(platform, vcpu, spec, region, &mut Idle::new(region)),
     }
 }
 

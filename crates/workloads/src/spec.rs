@@ -7,7 +7,7 @@ use core::fmt;
 use crate::number::{SecondsArg, SizeArg};
 
 /// Names of all workloads, as accepted before the `:` of a workload string.
-pub const NAMES: &[&str] = &["hotset", "zipf", "pmbench", "stream", "memcheck"];
+pub const NAMES: &[&str] = &["hotset", "zipf", "pmbench", "stream", "memcheck", "idle"];
 
 /// Default phase length for all workloads but memcheck, in milliseconds.
 pub const DEFAULT_PHASE_MS: u64 = 2000;
@@ -53,6 +53,9 @@ pub enum Workload {
     Stream(StreamParams),
     /// Data-integrity check of every word of the buffer.
     Memcheck(MemcheckParams),
+    /// Nothing to do: the vCPUs give their host CPUs back (`Idle`
+    /// hypercalls) until the phase ends, like an idle guest halting.
+    Idle,
 }
 
 /// `hotset` parameters.
@@ -144,6 +147,7 @@ const ZIPF_KEYS: &[&str] = &[
 const PMBENCH_KEYS: &[&str] = &["size", "phases", "seconds", "seed", "stddev", "read-frac"];
 const STREAM_KEYS: &[&str] = &["size", "phases", "seconds", "seed", "op"];
 const MEMCHECK_KEYS: &[&str] = &["size", "phases", "seconds", "seed", "rounds"];
+const IDLE_KEYS: &[&str] = &["size", "phases", "seconds", "seed"];
 
 impl Workload {
     /// The workload with all parameters at their defaults, by name.
@@ -165,6 +169,7 @@ impl Workload {
             }),
             "stream" => Workload::Stream(StreamParams { op: StreamOp::Read }),
             "memcheck" => Workload::Memcheck(MemcheckParams { rounds: 2 }),
+            "idle" => Workload::Idle,
             _ => return None,
         })
     }
@@ -177,6 +182,7 @@ impl Workload {
             Workload::Pmbench(_) => "pmbench",
             Workload::Stream(_) => "stream",
             Workload::Memcheck(_) => "memcheck",
+            Workload::Idle => "idle",
         }
     }
 
@@ -188,13 +194,14 @@ impl Workload {
             Workload::Pmbench(_) => PMBENCH_KEYS,
             Workload::Stream(_) => STREAM_KEYS,
             Workload::Memcheck(_) => MEMCHECK_KEYS,
+            Workload::Idle => IDLE_KEYS,
         }
     }
 
     /// Default number of phases.
     pub fn default_phases(&self) -> u32 {
         match self {
-            Workload::Zipf(_) | Workload::Memcheck(_) => 1,
+            Workload::Zipf(_) | Workload::Memcheck(_) | Workload::Idle => 1,
             _ => DEFAULT_PHASES,
         }
     }
@@ -268,6 +275,7 @@ impl fmt::Display for Spec {
             }
             Workload::Stream(p) => write!(f, ",op={}", p.op.name()),
             Workload::Memcheck(p) => write!(f, ",rounds={}", p.rounds),
+            Workload::Idle => Ok(()),
         }
     }
 }

@@ -6,8 +6,8 @@ use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use guest_abi::{
-    ABI_VERSION, AccessRange, BootInfo, GpaRange, MAX_GROUND_TRUTH_RANGES, MAX_LOG_LEN, Op,
-    Request, Status,
+    ABI_VERSION, AccessRange, BootInfo, GpaRange, MAX_GROUND_TRUTH_RANGES, MAX_IDLE_MICROS,
+    MAX_LOG_LEN, Op, Request, Status,
 };
 
 use crate::entry::guest_main;
@@ -162,6 +162,7 @@ pub(crate) enum Event {
         nanos: u64,
     },
     Exit(u64),
+    Idle(u64),
 }
 
 /// Called with each event as it is recorded.
@@ -239,6 +240,10 @@ impl<'g> Recorder<'g> {
                 nanos: a[3],
             },
             Op::Exit => Event::Exit(a[0]),
+            Op::Idle => {
+                assert!((1..=MAX_IDLE_MICROS).contains(&a[0]), "idle {}", a[0]);
+                Event::Idle(a[0])
+            }
             Op::GroundTruth => {
                 assert!(
                     a[1] >= 1 && a[1] <= MAX_GROUND_TRUTH_RANGES,

@@ -10,11 +10,14 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use thiserror::Error;
 use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
 
-use guest_abi::{AccessRange, MAX_GROUND_TRUTH_RANGES, MAX_LOG_LEN, Op, Request, Status};
+use guest_abi::{
+    AccessRange, MAX_GROUND_TRUTH_RANGES, MAX_IDLE_MICROS, MAX_LOG_LEN, Op, Request, Status,
+};
 use guest_memory::migrate::HostWriteLog;
 
 use crate::guest_state::{GuestState, PhaseReport};
@@ -191,6 +194,18 @@ impl HypercallDevice {
             }
             Op::Exit => Ok(Outcome::Exit(args[0])),
             Op::GroundTruth => self.ground_truth(args[0], args[1], args[2]),
+            Op::Idle => {
+                if !(1..=MAX_IDLE_MICROS).contains(&args[0]) {
+                    return Err(HypercallError::BadArgument {
+                        op,
+                        what: format!("{} µs is outside 1..={MAX_IDLE_MICROS}", args[0]),
+                    });
+                }
+                // The vCPU thread sleeps outside KVM_RUN; a stop request is
+                // seen when it re-enters the run loop, within the cap.
+                std::thread::sleep(Duration::from_micros(args[0]));
+                Ok(Outcome::Continue)
+            }
         }
     }
 
@@ -265,8 +280,9 @@ impl HypercallDevice {
             total += r.weight;
             ranges.push(r);
         }
-        if total <= 0.0 {
-            return Err(bad("weights sum to zero".into()));
+        // A zero sum describes a phase without accesses (an idle guest).
+        if !total.is_finite() {
+            return Err(bad("weights sum to infinity".into()));
         }
         if !self.state.set_ground_truth(phase, ranges) {
             return Err(HypercallError::LimitReached { op, what: "phases" });
@@ -373,6 +389,12 @@ mod tests {
             call(&dev, 0x1000, Request::new(Op::Log, [0x100, 1 << 63, 0, 0])),
             Err(HypercallError::BadArgument { op: Op::Log, .. })
         ));
+        for micros in [0, MAX_IDLE_MICROS + 1, u64::MAX] {
+            assert!(matches!(
+                call(&dev, 0x1000, Request::new(Op::Idle, [micros, 0, 0, 0])),
+                Err(HypercallError::BadArgument { op: Op::Idle, .. })
+            ));
+        }
         assert!(matches!(
             call(
                 &dev,
@@ -413,6 +435,17 @@ mod tests {
         )
         .unwrap();
         assert_eq!(state.ground_truth()[0].phase, 7);
+        // Zero weights describe a phase without accesses.
+        put(AccessRange {
+            weight: 0.0,
+            ..good
+        });
+        call(
+            &dev,
+            0x1000,
+            Request::new(Op::GroundTruth, [0x200, 1, 9, 0]),
+        )
+        .unwrap();
         for bad in [
             AccessRange {
                 weight: f64::NAN,
@@ -423,7 +456,7 @@ mod tests {
                 ..good
             },
             AccessRange {
-                weight: 0.0,
+                weight: f64::INFINITY,
                 ..good
             },
             AccessRange {
@@ -485,5 +518,14 @@ mod tests {
             call(&dev, 0x1000, Request::new(Op::Exit, [3, 0, 0, 0])),
             Ok(Outcome::Exit(3))
         );
+    }
+
+    #[test]
+    fn idle_parks_the_vcpu_thread_for_the_time_asked() {
+        let (dev, _, _) = device();
+        let started = std::time::Instant::now();
+        let out = call(&dev, 0x1000, Request::new(Op::Idle, [2000, 0, 0, 0]));
+        assert_eq!(out, Ok(Outcome::Continue));
+        assert!(started.elapsed() >= Duration::from_micros(2000));
     }
 }

@@ -1,6 +1,7 @@
 //! The workloads themselves, one module each, plus their samplers.
 
 mod hotset;
+mod idle;
 mod memcheck;
 mod normal_table;
 mod pmbench;
@@ -10,6 +11,7 @@ mod zipf;
 mod zipf_sampler;
 
 pub(crate) use hotset::Hotset;
+pub(crate) use idle::Idle;
 pub(crate) use memcheck::Memcheck;
 pub(crate) use pmbench::Pmbench;
 pub(crate) use stream::Stream;
