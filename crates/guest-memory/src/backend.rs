@@ -329,6 +329,19 @@ impl TierBackend {
         self.view.addr() as u64
     }
 
+    /// Whether every page of the view stays mapped for the tier's lifetime
+    /// (a preallocated memfd: populated at creation, never punched out), so
+    /// copies through the view need not populate it first.
+    pub fn view_resident(&self) -> bool {
+        !self.shared && matches!(self.kind, BackendKind::Memfd { prealloc: true, .. })
+    }
+
+    /// Whether `[addr, addr + len)` lies inside the view mapping.
+    pub fn view_contains(&self, addr: u64, len: u64) -> bool {
+        let base = self.view_base();
+        addr >= base && addr.saturating_add(len) <= base + self.capacity
+    }
+
     /// Host address of `slot` in the view mapping.
     pub fn slot_view_addr(&self, slot: usize) -> Result<u64, BackendError> {
         Ok(self.view_base() + self.slot_offset(slot)?)

@@ -139,6 +139,11 @@ impl WriteGuard {
         out
     }
 
+    /// Pages of the window a writer is waiting on now (unordered).
+    pub fn waiting_pages(&self) -> Vec<u64> {
+        self.shared.window().faults.keys().copied().collect()
+    }
+
     /// Closes the window; returns how long each write still recorded in it
     /// has waited (call right after waking the ranges).
     pub fn close_window(&self) -> Vec<Duration> {

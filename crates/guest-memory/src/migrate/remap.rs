@@ -94,8 +94,12 @@ struct Pair {
     b_at: Location,
 }
 
-/// Frames per write-protected final phase of the pre-copy protocol.
-const PRECOPY_GROUP: usize = 32;
+/// Most frames per write-protected final phase of the pre-copy protocol.
+const PRECOPY_GROUP_MAX: usize = 32;
+/// Time one pre-copy final phase aims to keep its frames protected: the
+/// group size adapts so that protect, the last delta and the remaps of a
+/// group fit in it (a writer waits for at most about one group).
+const PRECOPY_STALL_BUDGET: Duration = Duration::from_micros(400);
 
 /// Why a step failed (becomes a line of [`BatchReport::errors`]).
 type StepResult = Result<(), String>;
@@ -172,7 +176,7 @@ impl RemapMigrator {
             .map(|&(s, d, l)| CopyRange::new(s as *const u8, d as *mut u8, l as usize))
             .collect();
         let started = Instant::now();
-        populate(pieces);
+        self.populate(pieces);
         // SAFETY: every source and destination lies in a tier's view
         // mapping (live for the memory's lifetime) and is a whole slot, or a
         // page of one, reserved for this batch: destinations are distinct
@@ -233,30 +237,58 @@ impl RemapMigrator {
         let _ = self.guard.uffd().wake(host, fs);
     }
 
-    /// Maps the destination slots over the moves' frames, coalescing runs
-    /// of consecutive frames going to consecutive slots. Returns the moves
-    /// that failed (already restored to their source mapping).
-    fn remap(&self, moves: &[Planned], report: &mut BatchReport) -> Vec<(Planned, String)> {
-        let started = Instant::now();
+    /// The moves cut into runs of consecutive frames going to consecutive
+    /// slots of one tier (one `mmap` each), in frame order.
+    fn remap_runs(&self, moves: &[Planned]) -> Vec<Vec<Planned>> {
         let mut sorted = moves.to_vec();
         sorted.sort_by_key(|m| m.frame);
-        let mut failed = Vec::new();
-        let mut i = 0;
-        while i < sorted.len() {
-            let first = sorted[i];
-            let mut count = 1;
-            while i + count < sorted.len() {
-                let next = sorted[i + count];
-                let contiguous = next.frame == first.frame + count
-                    && next.to.tier == first.to.tier
-                    && next.to.slot == first.to.slot + count
-                    && self.memory.frames().is_run(first.frame, count + 1);
-                if !contiguous {
-                    break;
-                }
-                count += 1;
+        let mut runs: Vec<Vec<Planned>> = Vec::new();
+        for m in sorted {
+            let extends = runs.last().is_some_and(|run| {
+                let (first, count) = (run[0], run.len());
+                m.frame == first.frame + count
+                    && m.to.tier == first.to.tier
+                    && m.to.slot == first.to.slot + count
+                    && self.memory.frames().is_run(first.frame, count + 1)
+            });
+            match runs.last_mut() {
+                Some(run) if extends => run.push(m),
+                _ => runs.push(vec![m]),
             }
-            let run = &sorted[i..i + count];
+        }
+        runs
+    }
+
+    /// Index of the run to remap next: the first one a writer is waiting
+    /// on, so a stalled writer waits for one remap rather than for every
+    /// run before its own; otherwise the first.
+    fn next_run(&self, runs: &[Vec<Planned>]) -> usize {
+        let waiting = self.guard.waiting_pages();
+        if waiting.is_empty() {
+            return 0;
+        }
+        let fs = self.frame_size();
+        runs.iter()
+            .position(|run| {
+                let start = self.host(run[0].frame);
+                let end = start + fs * run.len() as u64;
+                waiting.iter().any(|&p| start <= p && p < end)
+            })
+            .unwrap_or(0)
+    }
+
+    /// Maps the destination slots over the moves' frames, coalescing runs
+    /// of consecutive frames going to consecutive slots, runs with a
+    /// waiting writer first. Returns the moves that failed (already
+    /// restored to their source mapping).
+    fn remap(&self, moves: &[Planned], report: &mut BatchReport) -> Vec<(Planned, String)> {
+        let started = Instant::now();
+        let mut runs = self.remap_runs(moves);
+        let mut failed = Vec::new();
+        while !runs.is_empty() {
+            let run = runs.remove(self.next_run(&runs));
+            let first = run[0];
+            let count = run.len();
             let (host, len) = (self.host(first.frame), self.frame_size() * count as u64);
             let mapped = if self.faults.should_fail(Step::Remap) {
                 Err("remap failed (injected)".to_owned())
@@ -278,11 +310,10 @@ impl RemapMigrator {
                 Err(e) => {
                     for m in run {
                         self.restore_mapping(m.frame, m.from);
-                        failed.push((*m, e.clone()));
+                        failed.push((m, e.clone()));
                     }
                 }
             }
-            i += count;
         }
         report.remap += started.elapsed();
         failed
@@ -422,14 +453,18 @@ impl RemapMigrator {
             }
         }
         // Pre-copy's final phase runs per group, so a writer waits for one
-        // group's delta and remap, not the whole batch's; plain copies
+        // group's delta and remap, not the whole batch's; the group grows
+        // or shrinks so a group takes about the stall budget. Plain copies
         // protect the whole batch (its copy is the bulk of the work).
-        let group = if self.precopy.is_some() {
-            PRECOPY_GROUP
-        } else {
-            moves.len()
-        };
-        for chunk in moves.chunks(group) {
+        if self.precopy.is_none() {
+            self.final_phase(moves, carried, report);
+            return;
+        }
+        let mut group = 1;
+        let mut rest = moves.as_slice();
+        while !rest.is_empty() {
+            let (chunk, tail) = rest.split_at(group.min(rest.len()));
+            rest = tail;
             let mine: HashSet<usize> = chunk.iter().map(|m| m.frame).collect();
             let frames = self.memory.frames();
             let chunk_carried: Vec<u64> = carried
@@ -437,7 +472,9 @@ impl RemapMigrator {
                 .copied()
                 .filter(|&gpa| frames.frame_of_gpa(gpa).is_some_and(|f| mine.contains(&f)))
                 .collect();
+            let started = Instant::now();
             self.final_phase(chunk.to_vec(), chunk_carried, report);
+            group = next_group(chunk.len(), started.elapsed());
         }
     }
 
@@ -629,24 +666,47 @@ impl RemapMigrator {
     }
 }
 
-/// Maps the pages of every copy piece into the views in bulk before the
-/// copy: sources with `MADV_POPULATE_READ` (the guest wrote them through
-/// its own mapping, so the view has no page-table entries), destinations
-/// with `MADV_POPULATE_WRITE` (fresh or punched-out slots have no pages).
-/// One syscall per range instead of a trapping fault per 4 KiB page: with
-/// per-page faults the copy ran at 0.43 GB/s on the development machines
-/// (nested virtualization makes each fault cost microseconds). Failure
-/// only costs speed: the copy then faults the pages in itself.
-fn populate(pieces: &[(u64, u64, u64)]) {
-    for &(src, dst, len) in pieces {
-        for (addr, advice) in [
-            (src, libc::MADV_POPULATE_READ),
-            (dst, libc::MADV_POPULATE_WRITE),
-        ] {
-            // SAFETY: `addr..addr + len` is a page-aligned range of a live
-            // view mapping (a whole slot or a page of one); populating only
-            // faults pages in, it changes no data.
-            unsafe { libc::madvise(addr as *mut libc::c_void, len as usize, advice) };
+/// Size of the next pre-copy final group after one of `frames` frames took
+/// `took`: what fits the stall budget at the same cost per frame, at most
+/// double the last (costs vary) and within `1..=PRECOPY_GROUP_MAX`.
+fn next_group(frames: usize, took: Duration) -> usize {
+    let per_frame = took.as_nanos() / frames.max(1) as u128;
+    let fits = PRECOPY_STALL_BUDGET.as_nanos() / per_frame.max(1);
+    (fits as usize).clamp(1, (frames.max(1) * 2).min(PRECOPY_GROUP_MAX))
+}
+
+impl RemapMigrator {
+    /// Maps the pages of every copy piece into the views in bulk before the
+    /// copy: sources with `MADV_POPULATE_READ` (the guest wrote them through
+    /// its own mapping, so the view has no page-table entries), destinations
+    /// with `MADV_POPULATE_WRITE` (fresh or punched-out slots have no
+    /// pages). One syscall per range instead of a trapping fault per 4 KiB
+    /// page: with per-page faults the copy ran at 0.43 GB/s on the
+    /// development machines (nested virtualization makes each fault cost
+    /// microseconds). Views that stay populated (preallocated tiers) are
+    /// skipped: walking 512 present entries per 2 MiB cost as much as the
+    /// copy itself. Failure only costs speed: the copy then faults the
+    /// pages in itself.
+    fn populate(&self, pieces: &[(u64, u64, u64)]) {
+        let resident = |addr: u64, len: u64| {
+            self.memory
+                .tiers()
+                .iter()
+                .any(|t| t.view_contains(addr, len) && t.view_resident())
+        };
+        for &(src, dst, len) in pieces {
+            for (addr, advice) in [
+                (src, libc::MADV_POPULATE_READ),
+                (dst, libc::MADV_POPULATE_WRITE),
+            ] {
+                if resident(addr, len) {
+                    continue;
+                }
+                // SAFETY: `addr..addr + len` is a page-aligned range of a
+                // live view mapping (a whole slot or a page of one);
+                // populating only faults pages in, it changes no data.
+                unsafe { libc::madvise(addr as *mut libc::c_void, len as usize, advice) };
+            }
         }
     }
 }
@@ -782,5 +842,24 @@ impl Migrator for RemapMigrator {
         }
         report.total = started.elapsed();
         report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn final_groups_fit_the_stall_budget() {
+        let budget = PRECOPY_STALL_BUDGET;
+        // Cheap frames: the group doubles each time, up to the cap.
+        assert_eq!(next_group(1, budget / 100), 2);
+        assert_eq!(next_group(16, budget / 100), PRECOPY_GROUP_MAX);
+        // A group that cost exactly the budget keeps its size.
+        assert_eq!(next_group(8, budget), 8);
+        // Expensive frames: down to what fits, and never below one.
+        assert_eq!(next_group(8, budget * 4), 2);
+        assert_eq!(next_group(4, budget * 100), 1);
+        assert!((1..=2).contains(&next_group(0, Duration::ZERO)));
     }
 }
