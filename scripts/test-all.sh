@@ -28,6 +28,17 @@ if [ ! -r /dev/kvm ] || [ ! -w /dev/kvm ]; then
     exit 1
 fi
 
+# The hugetlb migration suites need 2 MiB pages in the host's pool (128
+# at most at once; reserve a margin for two suites running side by side).
+want_hugepages=256
+free_hugepages=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo)
+if [ "${free_hugepages:-0}" -lt "$want_hugepages" ]; then
+    total=$(cat /proc/sys/vm/nr_hugepages)
+    log "reserving 2 MiB hugepages for the hugetlb suites"
+    echo $((total + want_hugepages - free_hugepages)) >/proc/sys/vm/nr_hugepages ||
+        echo "warning: cannot grow the hugetlb pool; the hugetlb suites will fail" >&2
+fi
+
 log "cargo fmt --check"
 cargo fmt --all -- --check
 

@@ -17,15 +17,43 @@ use vmm::migration::{MigrationConfig, MigratorKind};
 use vmm::vm::{PayloadSource, Vm, VmConfig, VmEnd};
 use workloads::{ImageCheck, Spec, check_memcheck_image};
 
-const FRAME: u64 = 64 << 10;
-/// memcheck's buffer: 64 frames.
-const BUFFER_FRAMES: u64 = 64;
-const MEMORY: u64 = 16 << 20;
+/// Guest RAM, frames and tiers of a run.
+#[derive(Clone, Copy)]
+struct Shape {
+    frame: u64,
+    memory: u64,
+    /// memcheck's buffer, in frames.
+    buffer_frames: u64,
+    /// Extra tier options (`key=value,...`), or "".
+    tier_options: &'static str,
+}
 
-fn tier(name: &str, size: u64) -> TierSpec {
-    format!("name={name},backend=memfd,size={}K", size / 1024)
-        .parse()
-        .unwrap()
+/// 64 KiB frames on shmem: many frames, cheap moves.
+const SMALL: Shape = Shape {
+    frame: 64 << 10,
+    memory: 16 << 20,
+    buffer_frames: 64,
+    tier_options: "",
+};
+
+/// 2 MiB frames on preallocated hugetlb tiers (64 MiB each: 64 pages of
+/// the host's pool): userfaultfd protects and `mmap` replaces whole huge
+/// pages.
+const HUGE: Shape = Shape {
+    frame: 2 << 20,
+    memory: 64 << 20,
+    buffer_frames: 16,
+    tier_options: ",hugetlb=on,prealloc=on",
+};
+
+fn tier(name: &str, size: u64, shape: Shape) -> TierSpec {
+    format!(
+        "name={name},backend=memfd,size={}K{}",
+        size / 1024,
+        shape.tier_options
+    )
+    .parse()
+    .unwrap()
 }
 
 struct Outcome {
@@ -37,25 +65,27 @@ struct Outcome {
 /// Boots memcheck over 64 frames and runs `drive` (the migrator thread)
 /// alongside; returns once the guest has exited.
 fn under_fire(
+    shape: Shape,
     kind: MigratorKind,
     full_tiers: bool,
     drive: impl FnOnce(&dyn Migrator, &[usize], &dyn Fn(usize) -> usize) -> BatchReport + Send,
 ) -> Outcome {
+    let memory = shape.memory;
     let (fast, slow) = if full_tiers {
-        (MEMORY / 2, MEMORY / 2)
+        (memory / 2, memory / 2)
     } else {
-        (MEMORY, MEMORY)
+        (memory, memory)
     };
     let args = format!(
         "memcheck:size={}K,seconds=300",
-        BUFFER_FRAMES * FRAME / 1024
+        shape.buffer_frames * shape.frame / 1024
     );
     let config = VmConfig {
         vcpus: 2,
         memory: guest_memory::MemoryConfig {
-            size: MEMORY,
-            frame_size: FRAME,
-            tiers: vec![tier("fast", fast), tier("slow", slow)],
+            size: memory,
+            frame_size: shape.frame,
+            tiers: vec![tier("fast", fast, shape), tier("slow", slow, shape)],
             placement: Placement::Interleave,
             ..Default::default()
         },
@@ -183,7 +213,7 @@ fn assert_clean(o: &Outcome, target: usize) {
 
 #[test]
 fn plain_remap_under_a_verifying_guest() {
-    let o = under_fire(MigratorKind::Remap, false, random_moves(40_000));
+    let o = under_fire(SMALL, MigratorKind::Remap, false, random_moves(40_000));
     assert_clean(&o, 40_000);
     assert!(
         !o.total.stalls.is_empty(),
@@ -193,7 +223,12 @@ fn plain_remap_under_a_verifying_guest() {
 
 #[test]
 fn precopy_remap_under_a_verifying_guest() {
-    let o = under_fire(MigratorKind::RemapPrecopy, false, random_moves(30_000));
+    let o = under_fire(
+        SMALL,
+        MigratorKind::RemapPrecopy,
+        false,
+        random_moves(30_000),
+    );
     assert_clean(&o, 30_000);
     assert!(
         o.total.recopied_pages > 0,
@@ -203,7 +238,7 @@ fn precopy_remap_under_a_verifying_guest() {
 
 #[test]
 fn exchange_under_a_verifying_guest() {
-    let o = under_fire(MigratorKind::Remap, true, random_exchanges(30_000));
+    let o = under_fire(SMALL, MigratorKind::Remap, true, random_exchanges(30_000));
     assert_clean(&o, 30_000);
     assert_eq!(o.total.moved, o.total.exchanged);
     let _ = &o.end;
@@ -216,7 +251,7 @@ fn exchange_under_a_verifying_guest() {
 fn injected_failures_under_a_verifying_guest() {
     use guest_memory::migrate::Step;
     for kind in [MigratorKind::Remap, MigratorKind::RemapPrecopy] {
-        let o = under_fire(kind, false, |m, frames, tier_of| {
+        let o = under_fire(SMALL, kind, false, |m, frames, tier_of| {
             let faults = m.faults().expect("remap migrators inject faults").clone();
             let mut total = BatchReport::default();
             let mut round = 0u64;
@@ -255,5 +290,46 @@ fn injected_failures_under_a_verifying_guest() {
                 "{kind:?}: {what}"
             );
         }
+    }
+}
+
+/// Makes sure the host's hugetlb pool has `pages` free 2 MiB pages,
+/// growing it if it must (the test suite runs as root; `scripts/test-all.sh`
+/// reserves them up front).
+fn reserve_hugepages(pages: u64) {
+    let meminfo = || std::fs::read_to_string("/proc/meminfo").unwrap();
+    let field = |text: &str, key: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    let info = meminfo();
+    let (total, free) = (
+        field(&info, "HugePages_Total:"),
+        field(&info, "HugePages_Free:"),
+    );
+    if free < pages {
+        let _ = std::fs::write(
+            "/proc/sys/vm/nr_hugepages",
+            (total + pages - free).to_string(),
+        );
+    }
+    let free = field(&meminfo(), "HugePages_Free:");
+    assert!(
+        free >= pages,
+        "this test needs {pages} free 2 MiB hugepages, the host has {free}: \
+         reserve them with `sysctl vm.nr_hugepages=<n>` (as root)"
+    );
+}
+
+/// Plain and pre-copy moves between hugetlb tiers (whole 2 MiB pages
+/// protected, copied and remapped) under the verifying guest.
+#[test]
+fn hugetlb_tiers_under_a_verifying_guest() {
+    for kind in [MigratorKind::Remap, MigratorKind::RemapPrecopy] {
+        reserve_hugepages(2 * HUGE.memory / HUGE.frame);
+        let o = under_fire(HUGE, kind, false, random_moves(3_000));
+        assert_clean(&o, 3_000);
     }
 }
