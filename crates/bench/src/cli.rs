@@ -35,6 +35,12 @@ pub struct Cli {
     /// each leg checked by the guest and the VMM at the end.
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "1000000")]
     pub soak: Option<u64>,
+    /// With the migrate suite: tiers on preallocated 2 MiB hugetlb pages
+    /// (the host's pool must hold them: twice the guest RAM) instead of
+    /// preallocated shmem; a frame is then one huge page to protect, copy
+    /// and remap.
+    #[arg(long)]
+    pub hugetlb: bool,
     /// Override the copy batch size or the migrate guest's RAM (K/M/G
     /// suffixes), e.g. for fast tests.
     #[arg(long, hide = true, value_parser = parse_size_arg)]
@@ -48,6 +54,7 @@ impl Cli {
             quick: self.quick,
             bytes: self.bytes,
             soak: self.soak,
+            hugetlb: self.hugetlb,
         }
     }
 
@@ -99,6 +106,7 @@ mod tests {
                 quick: true,
                 bytes: Some(4 << 20),
                 soak: None,
+                hugetlb: false,
             }
         );
     }

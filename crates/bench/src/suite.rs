@@ -91,6 +91,8 @@ pub struct RunOptions {
     pub bytes: Option<u64>,
     /// Migrations of a soak run (`--soak`), when given.
     pub soak: Option<u64>,
+    /// Migrate suite: hugetlb tiers instead of shmem (`--hugetlb`).
+    pub hugetlb: bool,
 }
 
 /// Why a suite failed.
@@ -115,7 +117,8 @@ pub fn run(suite: Suite, options: &RunOptions) -> Result<SuiteResult, SuiteError
         }
         Suite::Migrate => {
             let settings = MigrateSettings::new(options.quick, options.bytes, cpus)
-                .map_err(MigrateSuiteError::from)?;
+                .map_err(MigrateSuiteError::from)?
+                .with_hugetlb(options.hugetlb);
             Ok(SuiteResult::Migrate(migrate::run(settings)?))
         }
         Suite::MigrateSoak => {
@@ -209,6 +212,7 @@ mod tests {
             quick: true,
             bytes: Some(12345),
             soak: None,
+            hugetlb: false,
         };
         let err = run(Suite::Copy, &options).unwrap_err();
         assert!(matches!(err, SuiteError::Copy(CopySuiteError::Settings(_))));
@@ -225,6 +229,7 @@ mod tests {
             quick: false,
             bytes: None,
             soak: Some(2),
+            hugetlb: false,
         };
         let err = run(Suite::MigrateSoak, &options).unwrap_err();
         assert!(

@@ -116,12 +116,15 @@ fn quick_migrate_suite_measures_and_verifies_every_scenario() {
             match guest {
                 // Nothing in the idle guest writes the frames that move.
                 GuestLoad::Idle => assert_eq!(stalled, 0, "{protocol:?}"),
-                // Batches of the whole buffer protect every frame memcheck
-                // writes: its vCPUs must wait.
-                GuestLoad::WriteBusy => {
+                // Plain batches of the whole buffer protect every frame
+                // memcheck writes: its vCPUs must wait. (Pre-copy protects
+                // a few frames at a time, each for a short delta: a writer
+                // may never meet one.)
+                GuestLoad::WriteBusy if protocol == Protocol::Remap => {
                     let whole = s.batch_size(16).unwrap();
                     assert!(whole.stalls.count > 0, "{protocol:?}: {:?}", whole.stalls);
                 }
+                GuestLoad::WriteBusy => {}
             }
             let v = &s.verification;
             assert!(v.guest.starts_with("exited 0"), "{v:?}");

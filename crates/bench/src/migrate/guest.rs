@@ -54,6 +54,8 @@ pub struct GuestShape {
     /// Preallocate both tiers (`prealloc=on`): migrations copy into memory
     /// that exists instead of allocating it page by page.
     pub prealloc: bool,
+    /// Back both tiers with 2 MiB hugetlb pages.
+    pub hugetlb: bool,
 }
 
 impl GuestShape {
@@ -63,7 +65,7 @@ impl GuestShape {
             name: name.to_owned(),
             backend: BackendSpec::Memfd {
                 numa_node: None,
-                hugetlb: false,
+                hugetlb: self.hugetlb,
                 prealloc: self.prealloc,
             },
             size: Some(self.tier_bytes),
@@ -90,15 +92,12 @@ impl GuestShape {
 }
 
 /// The workload string of `load` for a pool of `pool_frames` frames: the
-/// idle guest reads one frame over and over, the write-busy guest runs
+/// idle guest runs `idle` (its vCPUs sleep in the VMM), the write-busy guest runs
 /// memcheck over exactly the pool. Both run until the VMM asks them to
 /// stop (the phase length is the longest allowed).
 pub fn workload(load: GuestLoad, pool_frames: usize, frame_size: u64) -> String {
     match load {
-        GuestLoad::Idle => format!(
-            "stream:op=read,size={}K,phases=1,seconds=86400",
-            frame_size / 1024
-        ),
+        GuestLoad::Idle => "idle:phases=1,seconds=86400".to_owned(),
         GuestLoad::WriteBusy => memcheck(pool_frames as u64 * frame_size),
     }
 }
@@ -185,6 +184,7 @@ mod tests {
             placement: Placement::FastFirst,
             migrator: MigratorKind::Remap,
             prealloc: false,
+            hugetlb: false,
         };
         TieredMemory::new(&shape.vm_config("stream").memory).unwrap()
     }
@@ -254,6 +254,7 @@ mod tests {
             placement: Placement::Interleave,
             migrator: MigratorKind::RemapPrecopy,
             prealloc: false,
+            hugetlb: false,
         };
         let config = shape.vm_config("memcheck");
         assert_eq!(config.memory.tiers.len(), 2);

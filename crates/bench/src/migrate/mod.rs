@@ -143,6 +143,7 @@ fn run_scenario(
         placement: Placement::FastFirst,
         migrator: scenario.protocol.migrator(),
         prealloc: true,
+        hugetlb: settings.hugetlb,
     };
     let args = guest::workload(scenario.guest, settings.pool_frames, settings.frame_size);
     let mut vm = GuestVm::boot(&shape.vm_config(&args))?;

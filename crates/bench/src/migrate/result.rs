@@ -340,7 +340,7 @@ impl MigrateResult {
         let moved = format_size(s.pool_frames as u64 * self.settings.frame_size);
         let what = match s.guest {
             GuestLoad::Idle => format!(
-                "the guest reads one frame; {} untouched frames ({moved}) move",
+                "the guest idles; {} untouched frames ({moved}) move",
                 s.pool_frames
             ),
             GuestLoad::WriteBusy => format!(

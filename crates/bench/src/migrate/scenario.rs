@@ -41,8 +41,8 @@ impl Protocol {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum GuestLoad {
-    /// Reads a one-frame buffer far from the frames being moved: the moves
-    /// meet no guest write.
+    /// The `idle` workload: the vCPUs park in the VMM (as an idle kernel
+    /// halts), so the moves meet no guest access and have the host CPUs.
     Idle,
     /// `memcheck` over exactly the frames being moved: every word written
     /// and checked, round after round.

@@ -108,6 +108,9 @@ pub struct MigrateSettings {
     pub max_threads: usize,
     /// Seed of frame choices and fill patterns.
     pub seed: u64,
+    /// Tiers on preallocated 2 MiB hugetlb pages instead of shmem.
+    #[serde(default)]
+    pub hugetlb: bool,
 }
 
 impl MigrateSettings {
@@ -136,7 +139,14 @@ impl MigrateSettings {
             copy_reference_repetitions: copy.repetitions,
             max_threads: copy.max_threads,
             seed: SEED,
+            hugetlb: false,
         })
+    }
+
+    /// The same settings with hugetlb tiers (`on`) or shmem tiers.
+    pub fn with_hugetlb(mut self, on: bool) -> Self {
+        self.hugetlb = on;
+        self
     }
 
     /// Batches of `size` frames in each round: enough to move
@@ -150,7 +160,7 @@ impl MigrateSettings {
     /// One line describing the method, for reports.
     pub fn describe(&self) -> String {
         format!(
-            "{} guest on {} vCPUs, {} frames, two memfd tiers of {} each, preallocated \
+            "{} guest on {} vCPUs, {} frames, two memfd tiers of {} each on {}, preallocated \
              (prealloc=on: migrations copy into memory that exists; room for all of RAM on \
              either, so every move has a free slot); each batch moves random frames of a pool of \
              {} frames to the other tier; {} interleaved rounds, each batch size moving at least \
@@ -160,6 +170,11 @@ impl MigrateSettings {
             self.vcpus,
             format_size(self.frame_size),
             format_size(self.guest_bytes),
+            if self.hugetlb {
+                "2 MiB hugetlb pages (--hugetlb)"
+            } else {
+                "4 KiB shmem pages"
+            },
             self.pool_frames,
             self.rounds,
             self.frames_per_round,

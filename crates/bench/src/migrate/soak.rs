@@ -123,6 +123,7 @@ fn run_leg(
         // Per-tier punching stays on: the soak checks that released slots
         // give their memory back.
         prealloc: false,
+        hugetlb: false,
     };
     let args = guest::memcheck(settings.buffer_bytes);
     let mut vm = GuestVm::boot(&shape.vm_config(&args))?;
