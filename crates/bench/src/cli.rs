@@ -41,8 +41,8 @@ pub struct Cli {
     /// and remap.
     #[arg(long)]
     pub hugetlb: bool,
-    /// Override the copy batch size or the migrate guest's RAM (K/M/G
-    /// suffixes), e.g. for fast tests.
+    /// Override the copy batch size or the migrate or track guest's RAM
+    /// (K/M/G suffixes), e.g. for fast tests.
     #[arg(long, hide = true, value_parser = parse_size_arg)]
     pub bytes: Option<u64>,
 }
@@ -122,8 +122,11 @@ mod tests {
         let plain = parse(&["tierbench", "migrate", "--quick"]);
         assert_eq!(plain.suites(), Ok(vec![Suite::Migrate]));
         let all = parse(&["tierbench", "all"]);
-        assert_eq!(all.suites(), Ok(vec![Suite::Copy, Suite::Migrate]));
-        for other in ["copy", "all"] {
+        assert_eq!(
+            all.suites(),
+            Ok(vec![Suite::Copy, Suite::Migrate, Suite::Track])
+        );
+        for other in ["copy", "track", "all"] {
             assert!(
                 parse(&["tierbench", other, "--soak", "5"])
                     .suites()

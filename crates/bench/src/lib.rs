@@ -10,6 +10,7 @@
 //! * [`suite`] — which suites exist, running one, and the result of each;
 //! * [`copy`] — the copy-engine suite (issue 3);
 //! * [`migrate`] — the live-migration suite and its soak mode (issue 3);
+//! * [`track`] — the access-tracking overhead suite (issue 4);
 //! * [`report`] — the whole run (invocation, machine, suite results) as
 //!   text, JSON and markdown; [`output`] writes the files;
 //! * shared tools: [`stats`] and [`bandwidth`] (medians, ratios),
@@ -37,6 +38,7 @@ pub mod size;
 pub mod stats;
 pub mod suite;
 pub mod table;
+pub mod track;
 
 #[cfg(test)]
 mod testing;

@@ -19,6 +19,7 @@ use crate::migrate::{
 };
 use crate::plot::PlotError;
 use crate::table::{RowWidthError, Table};
+use crate::track::{self, TrackResult, TrackSettings, TrackSuiteError};
 
 /// One benchmark suite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,12 +30,14 @@ pub enum Suite {
     Migrate,
     /// The migration soak (`migrate --soak N`); never part of `all`.
     MigrateSoak,
+    /// What guest access tracking costs (issue 4).
+    Track,
 }
 
 impl Suite {
     /// Every suite, in the order `all` runs them (the soak is run only
     /// when asked for).
-    pub const ALL: [Suite; 2] = [Suite::Copy, Suite::Migrate];
+    pub const ALL: [Suite; 3] = [Suite::Copy, Suite::Migrate, Suite::Track];
 
     /// The suite's name on the command line and in results.
     pub fn name(self) -> &'static str {
@@ -42,6 +45,7 @@ impl Suite {
             Suite::Copy => "copy",
             Suite::Migrate => "migrate",
             Suite::MigrateSoak => "migrate-soak",
+            Suite::Track => "track",
         }
     }
 
@@ -53,6 +57,9 @@ impl Suite {
                 "live migration in a KVM VM: bandwidth against the best copy, and guest write stalls"
             }
             Suite::MigrateSoak => "migration soak: random live migrations under a verifying guest",
+            Suite::Track => {
+                "access tracking: guest slowdown and host cost of each tracker, heat-model time"
+            }
         }
     }
 }
@@ -66,6 +73,9 @@ pub enum Selection {
     /// Live migration in a KVM VM: batches of 1..512 frames, plain remap
     /// and pre-copy, idle and write-busy guest (with --soak: the soak).
     Migrate,
+    /// Access tracking: hotset and zipf guest throughput with each
+    /// tracker against none, tracker CPU time, heat-model time.
+    Track,
     /// Every suite (without the soak).
     All,
 }
@@ -76,6 +86,7 @@ impl Selection {
         match self {
             Selection::Copy => vec![Suite::Copy],
             Selection::Migrate => vec![Suite::Migrate],
+            Selection::Track => vec![Suite::Track],
             Selection::All => Suite::ALL.to_vec(),
         }
     }
@@ -87,7 +98,7 @@ pub struct RunOptions {
     /// CI smoke mode: smaller inputs, fewer repetitions.
     pub quick: bool,
     /// Override of the suite's main size (the copy batch, the migrate
-    /// guest's RAM), for tests.
+    /// guest's RAM, the track guest's RAM), for tests.
     pub bytes: Option<u64>,
     /// Migrations of a soak run (`--soak`), when given.
     pub soak: Option<u64>,
@@ -104,6 +115,9 @@ pub enum SuiteError {
     /// The migrate suite or its soak failed.
     #[error("migrate suite")]
     Migrate(#[from] MigrateSuiteError),
+    /// The track suite failed.
+    #[error("track suite")]
+    Track(#[from] TrackSuiteError),
 }
 
 /// Runs `suite`.
@@ -127,6 +141,11 @@ pub fn run(suite: Suite, options: &RunOptions) -> Result<SuiteResult, SuiteError
                 SoakSettings::new(migrations, options.bytes).map_err(MigrateSuiteError::from)?;
             Ok(SuiteResult::MigrateSoak(migrate::run_soak(settings)?))
         }
+        Suite::Track => {
+            let settings =
+                TrackSettings::new(options.quick, options.bytes).map_err(TrackSuiteError::from)?;
+            Ok(SuiteResult::Track(track::run(settings)?))
+        }
     }
 }
 
@@ -142,6 +161,8 @@ pub enum SuiteResult {
     /// A soak run's result.
     #[serde(rename = "migrate-soak")]
     MigrateSoak(SoakResult),
+    /// The track suite's result.
+    Track(TrackResult),
 }
 
 impl SuiteResult {
@@ -151,6 +172,7 @@ impl SuiteResult {
             SuiteResult::Copy(_) => Suite::Copy,
             SuiteResult::Migrate(_) => Suite::Migrate,
             SuiteResult::MigrateSoak(_) => Suite::MigrateSoak,
+            SuiteResult::Track(_) => Suite::Track,
         }
     }
 
@@ -160,6 +182,7 @@ impl SuiteResult {
             SuiteResult::Copy(result) => result.summary(),
             SuiteResult::Migrate(result) => result.summary(),
             SuiteResult::MigrateSoak(result) => result.summary(),
+            SuiteResult::Track(result) => result.summary(),
         }
     }
 
@@ -169,6 +192,7 @@ impl SuiteResult {
             SuiteResult::Copy(result) => result.tables(),
             SuiteResult::Migrate(result) => result.tables(),
             SuiteResult::MigrateSoak(result) => result.tables(),
+            SuiteResult::Track(result) => result.tables(),
         }
     }
 
@@ -179,6 +203,7 @@ impl SuiteResult {
             SuiteResult::Copy(result) => copy::write_svgs(result, dir),
             SuiteResult::Migrate(result) => migrate::write_svgs(result, dir),
             SuiteResult::MigrateSoak(_) => Ok(Vec::new()),
+            SuiteResult::Track(result) => track::write_svgs(result, dir),
         }
     }
 }
@@ -194,6 +219,7 @@ mod tests {
         assert_eq!(Selection::All.suites(), Suite::ALL.to_vec());
         assert_eq!(Selection::Copy.suites(), vec![Suite::Copy]);
         assert_eq!(Selection::Migrate.suites(), vec![Suite::Migrate]);
+        assert_eq!(Selection::Track.suites(), vec![Suite::Track]);
         assert!(!Suite::ALL.contains(&Suite::MigrateSoak));
     }
 
@@ -220,6 +246,11 @@ mod tests {
         assert!(matches!(
             err,
             SuiteError::Migrate(MigrateSuiteError::Settings(_))
+        ));
+        let err = run(Suite::Track, &options).unwrap_err();
+        assert!(matches!(
+            err,
+            SuiteError::Track(TrackSuiteError::Settings(_))
         ));
     }
 
@@ -249,5 +280,8 @@ mod tests {
             serde_json::to_value(SuiteResult::Migrate(crate::testing::sample_migrate_result()))
                 .unwrap();
         assert_eq!(value["suite"], "migrate");
+        let value = serde_json::to_value(SuiteResult::Track(crate::testing::sample_track_result()))
+            .unwrap();
+        assert_eq!(value["suite"], "track");
     }
 }

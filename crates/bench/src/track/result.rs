@@ -1,0 +1,637 @@
+//! What the track suite found: serde types for the JSON file, built from
+//! the measured runs, the issue-4 slowdown target checked against them,
+//! and the tables printed and written as markdown.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::guest::RunMeasurement;
+use super::heat::HeatSizeResult;
+use super::settings::{TARGET_MAX_SLOWDOWN, TrackSettings, Variant};
+use crate::size::format_size;
+use crate::stats::{median, ratio, relative_spread};
+use crate::table::{Align, RowWidthError, Table};
+
+/// The track suite's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrackResult {
+    /// What was measured.
+    pub settings: TrackSettings,
+    /// One entry per workload.
+    pub workloads: Vec<WorkloadResult>,
+    /// Heat-model cost per size.
+    pub heat: Vec<HeatSizeResult>,
+    /// The slowdown target of issue 4 against these numbers.
+    pub target: SlowdownTarget,
+}
+
+/// Every tracker under one workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadResult {
+    /// The workload's name.
+    pub workload: String,
+    /// The payload's workload string.
+    pub args: String,
+    /// One entry per tracker and interval, `none` first.
+    pub trackers: Vec<TrackerResult>,
+}
+
+/// One tracker at one interval under one workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrackerResult {
+    /// The tracker's name (`none`: no tracking, the baseline).
+    pub tracker: String,
+    /// Milliseconds between `collect()` calls; `None` for the baseline.
+    pub interval_ms: Option<u64>,
+    /// Guest throughput over the repetitions.
+    pub throughput: Throughput,
+    /// `1 − median tracked / median untracked` (negative: faster than
+    /// untracked, i.e. noise); `None` for the baseline itself.
+    pub slowdown: Option<f64>,
+    /// The same per repetition, against that repetition's untracked run.
+    pub paired_slowdowns: Vec<f64>,
+    /// What `collect()` cost; `None` for the baseline.
+    pub cost: Option<CollectCost>,
+}
+
+/// Guest throughput of repeated runs, million operations per second.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Throughput {
+    /// Median.
+    pub median_mops: f64,
+    /// Slowest run.
+    pub min_mops: f64,
+    /// Fastest run.
+    pub max_mops: f64,
+    /// `(max − min) / median`.
+    pub spread: f64,
+    /// Every run, in repetition order.
+    pub samples_mops: Vec<f64>,
+}
+
+/// What a tracker's `collect()` calls cost the host, over every call of
+/// every repetition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CollectCost {
+    /// Calls timed.
+    pub calls: usize,
+    /// Median thread CPU time of one call (one interval), µs.
+    pub cpu_us_per_interval: f64,
+    /// Mean thread CPU time of one call, µs (the first call of a run may
+    /// harvest everything written since boot).
+    pub cpu_us_mean: f64,
+    /// Longest thread CPU time of one call, µs.
+    pub cpu_us_max: f64,
+    /// Median CPU time per interval and GiB of guest RAM, µs.
+    pub cpu_us_per_interval_per_gib: f64,
+    /// Median wall time of one call, µs.
+    pub wall_us_per_interval: f64,
+    /// Mean CPU time of a call over the interval: the share of one host
+    /// core the tracker keeps busy.
+    pub core_share: f64,
+    /// Mean pages reported written per interval.
+    pub dirty_pages_per_interval: f64,
+}
+
+/// The issue-4 target judged against a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlowdownTarget {
+    /// Largest slowdown allowed.
+    pub max_slowdown: f64,
+    /// Whether every tracker kept to it on every workload at every
+    /// interval (false when no tracker was measured).
+    pub met: bool,
+    /// The verdict at each interval.
+    pub per_interval: Vec<IntervalVerdict>,
+    /// The largest spread of the untracked runs: slowdowns below it are
+    /// within the run-to-run noise of this machine.
+    pub baseline_spread: Option<f64>,
+}
+
+/// The target at one interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalVerdict {
+    /// Milliseconds between `collect()` calls.
+    pub interval_ms: u64,
+    /// Whether every tracker kept to the target on every workload.
+    pub met: bool,
+    /// The largest slowdown, and where.
+    pub worst: Option<JudgedSlowdown>,
+}
+
+/// A slowdown and where it was measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgedSlowdown {
+    /// The slowdown.
+    pub slowdown: f64,
+    /// The workload.
+    pub workload: String,
+    /// The tracker.
+    pub tracker: String,
+}
+
+impl Throughput {
+    /// Summarizes `samples` (Mops/s); `None` without samples or with a
+    /// non-finite one.
+    pub fn of(samples: &[f64]) -> Option<Self> {
+        if samples.iter().any(|s| !s.is_finite()) {
+            return None;
+        }
+        let median_mops = median(samples)?;
+        Some(Self {
+            median_mops,
+            min_mops: samples.iter().copied().fold(f64::INFINITY, f64::min),
+            max_mops: samples.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            spread: relative_spread(samples).unwrap_or(0.0),
+            samples_mops: samples.to_vec(),
+        })
+    }
+}
+
+fn micros(d: &Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+impl CollectCost {
+    /// Summarizes the `collect()` calls of `runs`, made every
+    /// `interval_ms`; `None` when no call was made.
+    pub fn of(runs: &[RunMeasurement], interval_ms: u64, settings: &TrackSettings) -> Option<Self> {
+        let collects: Vec<_> = runs.iter().filter_map(|r| r.collects.as_ref()).collect();
+        let cpu: Vec<f64> = collects
+            .iter()
+            .flat_map(|c| c.cpu.iter().map(micros))
+            .collect();
+        let wall: Vec<f64> = collects
+            .iter()
+            .flat_map(|c| c.wall.iter().map(micros))
+            .collect();
+        let calls = cpu.len();
+        let per_interval = median(&cpu)?;
+        let mean = cpu.iter().sum::<f64>() / calls as f64;
+        let dirty: u64 = collects.iter().map(|c| c.dirty_pages).sum();
+        let interval_us = interval_ms as f64 * 1e3;
+        Some(Self {
+            calls,
+            cpu_us_per_interval: per_interval,
+            cpu_us_mean: mean,
+            cpu_us_max: cpu.iter().copied().fold(0.0, f64::max),
+            cpu_us_per_interval_per_gib: per_interval / settings.guest_gib(),
+            wall_us_per_interval: median(&wall)?,
+            core_share: mean / interval_us,
+            dirty_pages_per_interval: dirty as f64 / calls as f64,
+        })
+    }
+}
+
+impl WorkloadResult {
+    /// Summarizes the runs of `workload`: `runs[v][r]` is variant `v` of
+    /// `variants` (the untracked baseline among them) in repetition `r`.
+    /// `None` when a variant has no run or there is no baseline.
+    pub fn build(
+        settings: &TrackSettings,
+        workload: &str,
+        variants: &[Variant],
+        runs: &[Vec<RunMeasurement>],
+    ) -> Option<Self> {
+        let mops = |runs: &[RunMeasurement]| runs.iter().map(|r| r.mops).collect::<Vec<f64>>();
+        let baseline_index = variants.iter().position(|v| v.interval_ms.is_none())?;
+        let baseline = mops(runs.get(baseline_index)?);
+        let baseline_median = median(&baseline)?;
+        if variants.len() != runs.len() {
+            return None;
+        }
+        let trackers = variants
+            .iter()
+            .zip(runs)
+            .map(|(variant, runs)| {
+                let samples = mops(runs);
+                let throughput = Throughput::of(&samples)?;
+                let is_baseline = variant.interval_ms.is_none();
+                let slowdown =
+                    |tracked: f64, untracked: f64| ratio(tracked, untracked).map(|r| 1.0 - r);
+                Some(TrackerResult {
+                    tracker: variant.tracker.clone(),
+                    interval_ms: variant.interval_ms,
+                    slowdown: if is_baseline {
+                        None
+                    } else {
+                        slowdown(throughput.median_mops, baseline_median)
+                    },
+                    paired_slowdowns: if is_baseline {
+                        Vec::new()
+                    } else {
+                        samples
+                            .iter()
+                            .zip(&baseline)
+                            .filter_map(|(&t, &u)| slowdown(t, u))
+                            .collect()
+                    },
+                    cost: variant
+                        .interval_ms
+                        .and_then(|ms| CollectCost::of(runs, ms, settings)),
+                    throughput,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Self {
+            workload: workload.to_owned(),
+            args: settings.workload_args(workload),
+            trackers,
+        })
+    }
+
+    /// The entry of `tracker` at `interval_ms` (`None` for the
+    /// baseline), if measured.
+    pub fn tracker(&self, tracker: &str, interval_ms: Option<u64>) -> Option<&TrackerResult> {
+        self.trackers
+            .iter()
+            .find(|t| t.tracker == tracker && t.interval_ms == interval_ms)
+    }
+}
+
+impl TrackerResult {
+    /// `dirty-log every 200 ms`, or `none`.
+    pub fn label(&self) -> String {
+        Variant {
+            tracker: self.tracker.clone(),
+            interval_ms: self.interval_ms,
+        }
+        .label()
+    }
+}
+
+impl SlowdownTarget {
+    /// Judges `workloads` against the issue-4 target.
+    pub fn judge(workloads: &[WorkloadResult]) -> Self {
+        let mut per_interval: Vec<IntervalVerdict> = Vec::new();
+        let mut baseline_spread: Option<f64> = None;
+        for w in workloads {
+            for t in &w.trackers {
+                let Some(interval_ms) = t.interval_ms else {
+                    let spread = t.throughput.spread;
+                    baseline_spread = Some(baseline_spread.map_or(spread, |s| s.max(spread)));
+                    continue;
+                };
+                let verdict = match per_interval
+                    .iter()
+                    .position(|v| v.interval_ms == interval_ms)
+                {
+                    Some(i) => &mut per_interval[i],
+                    None => {
+                        per_interval.push(IntervalVerdict {
+                            interval_ms,
+                            met: true,
+                            worst: None,
+                        });
+                        let last = per_interval.len() - 1;
+                        &mut per_interval[last]
+                    }
+                };
+                // A tracker whose slowdown could not be computed misses.
+                let slowdown = t.slowdown.unwrap_or(f64::INFINITY);
+                verdict.met &= slowdown <= TARGET_MAX_SLOWDOWN;
+                if verdict.worst.as_ref().is_none_or(|j| slowdown > j.slowdown) {
+                    verdict.worst = Some(JudgedSlowdown {
+                        slowdown,
+                        workload: w.workload.clone(),
+                        tracker: t.tracker.clone(),
+                    });
+                }
+            }
+        }
+        Self {
+            max_slowdown: TARGET_MAX_SLOWDOWN,
+            met: !per_interval.is_empty() && per_interval.iter().all(|v| v.met),
+            per_interval,
+            baseline_spread,
+        }
+    }
+
+    /// One line per interval: the target, met or missed, with the
+    /// deciding number; then the noise of the baseline.
+    pub fn describe(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .per_interval
+            .iter()
+            .map(|v| {
+                let verdict = if v.met { "met" } else { "MISSED" };
+                let worst = v.worst.as_ref().map_or_else(String::new, |j| {
+                    format!(
+                        ": largest {} ({}, {})",
+                        format_percent(Some(j.slowdown)),
+                        j.tracker,
+                        j.workload
+                    )
+                });
+                format!(
+                    "target: guest slowdown ≤ {:.0}% on hotset and zipf, collect() every {} ms — \
+                     {verdict}{worst}",
+                    self.max_slowdown * 100.0,
+                    v.interval_ms
+                )
+            })
+            .collect();
+        if lines.is_empty() {
+            lines.push(format!(
+                "target: guest slowdown ≤ {:.0}% — MISSED: no tracker was measured",
+                self.max_slowdown * 100.0
+            ));
+        }
+        if let Some(s) = self.baseline_spread {
+            lines.push(format!(
+                "run-to-run spread of the untracked runs up to {} (load from other work on \
+                 this machine): slowdowns smaller than that are within noise",
+                format_percent(Some(s))
+            ));
+        }
+        lines
+    }
+}
+
+impl TrackResult {
+    /// Puts the run together and judges it.
+    pub fn new(
+        settings: TrackSettings,
+        workloads: Vec<WorkloadResult>,
+        heat: Vec<HeatSizeResult>,
+    ) -> Self {
+        let target = SlowdownTarget::judge(&workloads);
+        Self {
+            settings,
+            workloads,
+            heat,
+            target,
+        }
+    }
+
+    /// The workload entry called `workload`, if measured.
+    pub fn workload(&self, workload: &str) -> Option<&WorkloadResult> {
+        self.workloads.iter().find(|w| w.workload == workload)
+    }
+
+    /// Lines explaining the method and the target.
+    pub fn summary(&self) -> Vec<String> {
+        let mut lines = vec![
+            self.settings.describe(),
+            "throughput: the guest's own phase reports (operations over TSC-measured time per \
+             vCPU, summed over vCPUs), Mops/s; slowdown = 1 − median tracked / median untracked \
+             (negative: the tracked runs were faster, i.e. noise); per-run slowdowns pair each \
+             repetition's tracked run with its untracked run"
+                .to_owned(),
+            "tracker cost: thread CPU time (CLOCK_THREAD_CPUTIME_ID) and wall time of each \
+             collect() call; per interval = median call; core share = mean CPU per call / \
+             interval"
+                .to_owned(),
+            format!(
+                "heat model: synthetic samples (a hot tenth of frames), median of {} timed \
+                 repetitions in this process; the criterion bench `cargo bench -p tiering \
+                 --bench heat` measures the same operations",
+                self.settings.heat_repetitions
+            ),
+        ];
+        lines.extend(self.target.describe());
+        lines
+    }
+
+    /// Throughput, tracker cost and heat-model tables.
+    pub fn tables(&self) -> Result<Vec<Table>, RowWidthError> {
+        Ok(vec![
+            self.throughput_table()?,
+            self.cost_table()?,
+            self.heat_table()?,
+        ])
+    }
+
+    fn throughput_table(&self) -> Result<Table, RowWidthError> {
+        let mut table = Table::new(
+            format!(
+                "Guest throughput with each tracker against no tracking ({} interleaved runs \
+                 each)",
+                self.settings.repetitions
+            ),
+            &[
+                ("workload", Align::Left),
+                ("tracker", Align::Left),
+                ("interval", Align::Right),
+                ("Mops/s", Align::Right),
+                ("spread", Align::Right),
+                ("slowest", Align::Right),
+                ("fastest", Align::Right),
+                ("slowdown", Align::Right),
+                ("per-run slowdowns", Align::Right),
+            ],
+        );
+        for w in &self.workloads {
+            for t in &w.trackers {
+                let paired = if t.paired_slowdowns.is_empty() {
+                    "—".to_owned()
+                } else {
+                    t.paired_slowdowns
+                        .iter()
+                        .map(|&s| format_percent(Some(s)))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                };
+                table.push_row(vec![
+                    w.workload.clone(),
+                    t.tracker.clone(),
+                    format_interval(t.interval_ms),
+                    format!("{:.2}", t.throughput.median_mops),
+                    format_percent(Some(t.throughput.spread)),
+                    format!("{:.2}", t.throughput.min_mops),
+                    format!("{:.2}", t.throughput.max_mops),
+                    t.slowdown
+                        .map_or_else(|| "(baseline)".to_owned(), |s| format_percent(Some(s))),
+                    paired,
+                ])?;
+            }
+        }
+        Ok(table)
+    }
+
+    fn cost_table(&self) -> Result<Table, RowWidthError> {
+        let mut table = Table::new(
+            format!(
+                "Tracker cost: collect() calls on a {} guest",
+                format_size(self.settings.guest_bytes)
+            ),
+            &[
+                ("workload", Align::Left),
+                ("tracker", Align::Left),
+                ("interval", Align::Right),
+                ("calls", Align::Right),
+                ("CPU / interval", Align::Right),
+                ("CPU / interval / GiB", Align::Right),
+                ("CPU mean", Align::Right),
+                ("CPU max", Align::Right),
+                ("wall / interval", Align::Right),
+                ("core share", Align::Right),
+                ("dirty pages / interval", Align::Right),
+            ],
+        );
+        for w in &self.workloads {
+            for t in &w.trackers {
+                let Some(c) = &t.cost else { continue };
+                table.push_row(vec![
+                    w.workload.clone(),
+                    t.tracker.clone(),
+                    format_interval(t.interval_ms),
+                    c.calls.to_string(),
+                    format_us(c.cpu_us_per_interval),
+                    format_us(c.cpu_us_per_interval_per_gib),
+                    format_us(c.cpu_us_mean),
+                    format_us(c.cpu_us_max),
+                    format_us(c.wall_us_per_interval),
+                    format!("{:.3}%", c.core_share * 100.0),
+                    format!("{:.0}", c.dirty_pages_per_interval),
+                ])?;
+            }
+        }
+        Ok(table)
+    }
+
+    fn heat_table(&self) -> Result<Table, RowWidthError> {
+        let mut table = Table::new(
+            "Heat model per call, 2 MiB frames (synthetic samples, in-process)",
+            &[
+                ("guest RAM", Align::Left),
+                ("frames", Align::Right),
+                ("update, full coverage", Align::Right),
+                ("update, sampled (32 pages/frame)", Align::Right),
+                ("hottest(n/4)", Align::Right),
+                ("update + rank", Align::Right),
+            ],
+        );
+        for h in &self.heat {
+            table.push_row(vec![
+                format_guest(h.guest_bytes),
+                h.frames.to_string(),
+                format_us(h.update_full_us),
+                format_us(h.update_sampled_us),
+                format_us(h.hottest_quarter_us),
+                format_us(h.interval_us()),
+            ])?;
+        }
+        Ok(table)
+    }
+}
+
+/// `200 ms`, or `—` for the baseline.
+pub fn format_interval(interval_ms: Option<u64>) -> String {
+    interval_ms.map_or_else(|| "—".to_owned(), |ms| format!("{ms} ms"))
+}
+
+/// `1.2%`, `-0.4%`, or `—`.
+pub fn format_percent(share: Option<f64>) -> String {
+    share.map_or_else(|| "—".to_owned(), |s| format!("{:.1}%", s * 100.0))
+}
+
+/// Microseconds with three significant digits: `0.73 µs`, `41.2 µs`,
+/// `812 µs`, `1.96 ms`, `12.3 ms`.
+pub fn format_us(us: f64) -> String {
+    if !us.is_finite() {
+        return "—".to_owned();
+    }
+    let (value, unit) = if us < 1e3 {
+        (us, "µs")
+    } else {
+        (us / 1e3, "ms")
+    };
+    let decimals = if value < 10.0 {
+        2
+    } else if value < 100.0 {
+        1
+    } else {
+        0
+    };
+    format!("{value:.decimals$} {unit}")
+}
+
+/// Guest RAM, with TiB for the largest heat-model size.
+pub fn format_guest(bytes: u64) -> String {
+    const TIB: u64 = 1 << 40;
+    if bytes >= TIB && bytes % TIB == 0 {
+        format!("{} TiB", bytes / TIB)
+    } else {
+        format_size(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::trackers::NONE;
+    use super::*;
+    use crate::testing::sample_track_result;
+
+    #[test]
+    fn slowdowns_are_against_the_untracked_median() {
+        let r = sample_track_result();
+        let hotset = r.workload("hotset").unwrap();
+        let none = hotset.tracker(NONE, None).unwrap();
+        assert_eq!(none.throughput.median_mops, 100.0);
+        assert_eq!(none.slowdown, None);
+        assert!(none.cost.is_none());
+        let dirty = hotset.tracker("dirty-log", Some(200)).unwrap();
+        assert_eq!(dirty.label(), "dirty-log every 200 ms");
+        assert!((dirty.slowdown.unwrap() - 0.05).abs() < 1e-12);
+        assert_eq!(dirty.paired_slowdowns.len(), 3);
+        let cost = dirty.cost.as_ref().unwrap();
+        assert_eq!(cost.calls, 9);
+        assert!((cost.cpu_us_per_interval - 100.0).abs() < 1e-9);
+        assert!(
+            (cost.cpu_us_per_interval_per_gib - 400.0).abs() < 1e-9,
+            "quarter-GiB guest"
+        );
+        assert!((cost.core_share - cost.cpu_us_mean / 200e3).abs() < 1e-15);
+    }
+
+    #[test]
+    fn target_names_the_worst_tracker() {
+        let r = sample_track_result();
+        assert!(!r.target.met);
+        let [verdict] = r.target.per_interval.as_slice() else {
+            panic!("{:?}", r.target);
+        };
+        assert_eq!(verdict.interval_ms, 200);
+        assert_eq!(verdict.worst.as_ref().unwrap().workload, "hotset");
+        let lines = r.target.describe();
+        assert!(
+            lines[0].contains("every 200 ms — MISSED: largest 5.0% (dirty-log, hotset)"),
+            "{lines:?}"
+        );
+        assert!(lines[1].contains("up to 10.0%"), "{lines:?}");
+        let zipf_only: Vec<WorkloadResult> = r.workloads[1..].to_vec();
+        let target = SlowdownTarget::judge(&zipf_only);
+        assert!(target.met, "{target:?}");
+        assert!(
+            !SlowdownTarget::judge(&[]).met,
+            "nothing measured is not met"
+        );
+    }
+
+    #[test]
+    fn tables_have_every_tracker_and_size() {
+        let r = sample_track_result();
+        let tables = r.tables().unwrap();
+        assert_eq!(tables.len(), 3);
+        assert_eq!(tables[0].rows().len(), 4);
+        assert_eq!(tables[1].rows().len(), 2, "no cost row for the baseline");
+        assert_eq!(tables[2].rows().len(), 3);
+        assert_eq!(tables[2].rows()[2][0], "1 TiB");
+        assert_eq!(tables[0].rows()[0][7], "(baseline)");
+        assert_eq!(tables[0].rows()[1][2], "200 ms");
+    }
+
+    #[test]
+    fn formats() {
+        assert_eq!(format_us(0.734), "0.73 µs");
+        assert_eq!(format_us(41.23), "41.2 µs");
+        assert_eq!(format_us(812.4), "812 µs");
+        assert_eq!(format_us(1960.0), "1.96 ms");
+        assert_eq!(format_us(f64::NAN), "—");
+        assert_eq!(format_percent(Some(-0.004)), "-0.4%");
+        assert_eq!(format_guest(64 << 30), "64 GiB");
+        assert_eq!(format_guest(1 << 40), "1 TiB");
+    }
+}

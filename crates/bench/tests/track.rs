@@ -1,0 +1,173 @@
+//! End-to-end: `tierbench track --quick` runs as a user runs it, on real
+//! KVM, with a small guest (hidden `--bytes`) so it takes seconds. Timings
+//! and the slowdown target are never asserted; the structure of the
+//! results is: every workload with every tracker, finite numbers, every
+//! output file.
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use bench::report::BenchReport;
+use bench::suite::SuiteResult;
+use bench::track::{NONE, TRACKERS};
+
+fn tierbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tierbench"))
+        .args(args)
+        .output()
+        .expect("run tierbench")
+}
+
+/// A fresh directory for one test's files.
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("bench-track-{name}"));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn finite_positive(x: f64) -> bool {
+    x.is_finite() && x > 0.0
+}
+
+#[test]
+fn quick_track_suite_reports_every_tracker_on_every_workload() {
+    let dir = scratch("quick");
+    let (json, svg, md) = (dir.join("r.json"), dir.join("svg"), dir.join("r.md"));
+    let out = tierbench(&[
+        "track",
+        "--quick",
+        "--bytes",
+        "128M",
+        "--json",
+        json.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+        "--markdown",
+        md.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    // stderr (not a terminal) holds no progress bar.
+    for line in stderr.lines() {
+        assert!(
+            line.starts_with("wrote "),
+            "unexpected stderr line {line:?}"
+        );
+    }
+    assert!(stdout.contains("target: guest slowdown ≤ 3%"), "{stdout}");
+
+    let report = BenchReport::from_json(&fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(report.invocation.quick);
+    let [SuiteResult::Track(result)] = report.results.as_slice() else {
+        panic!("expected one track result, got {:?}", report.results);
+    };
+    let settings = &result.settings;
+    assert_eq!(settings.guest_bytes, 128 << 20);
+    let names: Vec<&str> = TRACKERS.iter().map(|t| t.name).collect();
+    assert_eq!(settings.trackers, names);
+    let variants = settings.variants();
+    assert_eq!(
+        variants.len(),
+        1 + (names.len() - 1) * settings.intervals_ms.len()
+    );
+
+    let workloads: Vec<&str> = result
+        .workloads
+        .iter()
+        .map(|w| w.workload.as_str())
+        .collect();
+    assert_eq!(workloads, ["hotset", "zipf"]);
+    for w in &result.workloads {
+        assert!(
+            w.args.starts_with(&format!("{}:size=64M", w.workload)),
+            "{}",
+            w.args
+        );
+        let rows: Vec<String> = w.trackers.iter().map(|t| t.label()).collect();
+        let expected: Vec<String> = variants.iter().map(|v| v.label()).collect();
+        assert_eq!(rows, expected, "{}", w.workload);
+        for t in &w.trackers {
+            let what = format!("{} {}", w.workload, t.label());
+            let tp = &t.throughput;
+            assert_eq!(tp.samples_mops.len(), settings.repetitions, "{what}");
+            assert!(
+                tp.samples_mops.iter().all(|&m| finite_positive(m)),
+                "{what}"
+            );
+            assert!(tp.min_mops <= tp.median_mops && tp.median_mops <= tp.max_mops);
+            assert!(tp.spread.is_finite() && tp.spread >= 0.0, "{what}");
+            if t.tracker == NONE {
+                assert_eq!(t.interval_ms, None);
+                assert!(t.slowdown.is_none() && t.cost.is_none(), "{what}");
+                continue;
+            }
+            let slowdown = t.slowdown.unwrap();
+            assert!(slowdown.is_finite() && slowdown < 1.0, "{what}: {slowdown}");
+            assert_eq!(t.paired_slowdowns.len(), settings.repetitions, "{what}");
+            let c = t.cost.as_ref().unwrap_or_else(|| panic!("{what}: no cost"));
+            assert!(c.calls >= settings.repetitions, "{what}: {c:?}");
+            for x in [
+                c.cpu_us_per_interval,
+                c.cpu_us_mean,
+                c.cpu_us_max,
+                c.cpu_us_per_interval_per_gib,
+                c.wall_us_per_interval,
+                c.core_share,
+            ] {
+                assert!(x.is_finite() && x >= 0.0, "{what}: {c:?}");
+            }
+            assert!(c.cpu_us_per_interval <= c.cpu_us_max, "{what}: {c:?}");
+            // Both workloads write: the dirty log sees pages every interval.
+            if t.tracker == "dirty-log" {
+                assert!(c.dirty_pages_per_interval > 0.0, "{what}: {c:?}");
+            }
+        }
+    }
+    let judged: Vec<u64> = result
+        .target
+        .per_interval
+        .iter()
+        .map(|v| v.interval_ms)
+        .collect();
+    assert_eq!(judged, settings.intervals_ms, "every interval judged");
+
+    let frames: Vec<usize> = result.heat.iter().map(|h| h.frames).collect();
+    assert_eq!(frames, [512, 32 << 10, 512 << 10]);
+    for h in &result.heat {
+        assert_eq!(h.guest_bytes, h.frames as u64 * (2 << 20));
+        for t in [h.update_full_us, h.update_sampled_us, h.hottest_quarter_us] {
+            assert!(finite_positive(t), "{h:?}");
+        }
+    }
+
+    let mut svgs: Vec<String> = fs::read_dir(&svg)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    svgs.sort();
+    assert_eq!(svgs, ["track-heat.svg", "track-throughput.svg"]);
+    for name in &svgs {
+        assert!(
+            fs::read_to_string(svg.join(name))
+                .unwrap()
+                .trim_end()
+                .ends_with("</svg>")
+        );
+    }
+
+    let markdown = fs::read_to_string(&md).unwrap();
+    assert!(markdown.contains("### track: "));
+    assert!(markdown.contains("| workload | tracker | interval | Mops/s |"));
+    assert!(markdown.contains("| 1 TiB | 524288 |"));
+}
+
+#[test]
+fn guest_too_small_is_refused() {
+    let out = tierbench(&["track", "--quick", "--bytes", "32M"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("below the"), "{stderr}");
+}
