@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use access_track::{AccessTracker, DirtyLogTracker};
+use access_track::{AccessTracker, DirtyCoverage, DirtyLogTracker};
 use guest_abi::{AccessRange, GpaRange};
 use guest_memory::Move;
 use guest_memory::{Placement, TierSpec};
@@ -210,7 +210,9 @@ fn hot_share(args: &str) -> f64 {
     let mut vm = Vm::new(&config, Arc::new(|_, _| {})).unwrap();
     let mem = vm.memory().clone();
     let free = vm.first_free_range().unwrap();
-    let mut tracker = DirtyLogTracker::new(vm.dirty_log().unwrap(), mem.clone());
+    // Full coverage: this reads what the log saw over the whole run.
+    let mut tracker =
+        DirtyLogTracker::with_coverage(vm.dirty_log().unwrap(), mem.clone(), DirtyCoverage::Full);
     // Warm-up writes every page once: start counting at phase 0. Dirty
     // bits outlive the guest, so the second harvest comes after the run.
     let state = vm.state().clone();

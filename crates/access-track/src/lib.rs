@@ -13,7 +13,7 @@ mod dirty_tracker;
 mod sample;
 
 pub use dirty_log::{DirtyConsumer, DirtyLogError, KvmDirtyLog, Memslot, enable_manual_protect};
-pub use dirty_tracker::DirtyLogTracker;
+pub use dirty_tracker::{DEFAULT_SAMPLE_PAGES, DEFAULT_WINDOW, DirtyCoverage, DirtyLogTracker};
 pub use sample::{
     AccessSample, AccessTracker, Coverage, MAX_PAGES_PER_FRAME, SampleError, TrackerError,
     TrackerStatus,
