@@ -122,7 +122,7 @@ impl DirtyLogTracker {
         let blocks = (pages_per_frame / k).max(1);
         (0..frames.len())
             .filter_map(|f| {
-                let block = round.wrapping_add(f as u64 * 7) % blocks;
+                let block = block_of(f, round, blocks);
                 frames.gpa(f).map(|g| (g + block * k * PAGE, k * PAGE))
             })
             .collect()
@@ -134,6 +134,13 @@ impl DirtyLogTracker {
             source: Box::new(e),
         }
     }
+}
+
+/// The block (of `blocks`) of frame `frame` observed in interval `round`:
+/// consecutive rounds walk every block, and neighbouring frames are at
+/// different blocks in the same round.
+fn block_of(frame: usize, round: u64, blocks: u64) -> u64 {
+    round.wrapping_add(frame as u64 * 7) % blocks.max(1)
 }
 
 impl AccessTracker for DirtyLogTracker {
@@ -195,5 +202,22 @@ impl AccessTracker for DirtyLogTracker {
             sees_writes: true,
             limitations,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_block_of_every_frame_is_observed_in_turn() {
+        let blocks = 32;
+        for frame in [0usize, 1, 5, 1000] {
+            let mut seen: Vec<u64> = (0..blocks).map(|r| block_of(frame, r, blocks)).collect();
+            seen.sort_unstable();
+            assert_eq!(seen, (0..blocks).collect::<Vec<_>>(), "frame {frame}");
+        }
+        assert_ne!(block_of(0, 3, blocks), block_of(1, 3, blocks));
+        assert_eq!(block_of(9, 4, 0), 0);
     }
 }
