@@ -9,55 +9,19 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
-use tiering::{AccessSample, Coverage, HeatConfig, HeatModel};
+use tiering::{AccessSample, HeatConfig, HeatModel, synthetic};
 
 const PAGES: u32 = 512;
 const SIZES: [(usize, &str); 3] = [(512, "1GiB"), (32 << 10, "64GiB"), (512 << 10, "1TiB")];
 
-/// xorshift64: deterministic synthetic counts.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
-/// A sample where a tenth of the frames are hot (most pages touched, a
-/// third written) and the rest see a few stray accesses.
-fn synthetic(frames: usize, seed: u64) -> AccessSample {
-    let mut rng = Rng(seed | 1);
-    let mut s = AccessSample::new(frames, PAGES, Duration::from_secs(1)).expect("valid sample");
-    for f in 0..frames {
-        let touched = if rng.below(10) == 0 {
-            256 + rng.below(257)
-        } else {
-            rng.below(8)
-        };
-        s.accessed[f] = touched as u16;
-        s.dirty[f] = (touched / 3) as u16;
-    }
-    s
-}
-
-/// The same evidence as seen by a sampler looking at 32 pages per frame.
-fn sampled(full: &AccessSample) -> AccessSample {
-    let mut s = full.clone();
-    for f in 0..s.frames() {
-        s.accessed[f] /= 16;
-        s.dirty[f] /= 16;
-    }
-    s.coverage = Coverage::PerFrame(vec![32; s.frames()]);
-    s
-}
-
 fn bench_heat(c: &mut Criterion) {
     for (frames, label) in SIZES {
-        let samples: Vec<AccessSample> = (1..=4).map(|seed| synthetic(frames, seed)).collect();
-        let sampled: Vec<AccessSample> = samples.iter().map(sampled).collect();
+        let samples: Vec<AccessSample> = (1..=4)
+            .map(|seed| synthetic::full_coverage(frames, PAGES, Duration::from_secs(1), seed))
+            .collect::<Result<_, _>>()
+            .expect("valid samples");
+        let sampled: Vec<AccessSample> =
+            samples.iter().map(|s| synthetic::sampled(s, 32)).collect();
         let mut model =
             HeatModel::new(frames, PAGES, HeatConfig::default()).expect("valid heat model");
         for s in &samples {

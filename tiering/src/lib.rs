@@ -10,6 +10,7 @@
 mod heat_config;
 mod heat_model;
 mod ranking;
+pub mod synthetic;
 
 pub use access_track::{AccessSample, AccessTracker, Coverage, TrackerError, TrackerStatus};
 pub use heat_config::{HeatConfig, HeatConfigError};

@@ -1,16 +1,16 @@
 //! Heat-model cost in-process: one update from a full-coverage sample
 //! (dirty log), one from a per-frame sampled one (fault sampling), and
 //! picking the hottest quarter, for 1 GiB, 64 GiB and 1 TiB of 2 MiB
-//! frames. Synthetic samples of the same shape as the criterion bench's
-//! (tiering/benches/heat.rs): a hot tenth of frames, the rest with a few
-//! stray pages.
+//! frames. Synthetic samples from `tiering::synthetic`, as in the criterion
+//! bench (tiering/benches/heat.rs): a hot tenth of frames, the rest with a
+//! few stray pages.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use tiering::{AccessSample, Coverage, HeatConfig, HeatError, HeatModel};
+use tiering::{AccessSample, HeatConfig, HeatError, HeatModel, synthetic};
 
 use crate::stats::median;
 
@@ -50,47 +50,6 @@ impl HeatSizeResult {
     }
 }
 
-/// xorshift64: deterministic synthetic counts.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
-/// A full-coverage sample where a tenth of the frames are hot.
-fn synthetic(frames: usize, seed: u64) -> Result<AccessSample, HeatError> {
-    let mut rng = Rng(seed | 1);
-    let mut s = AccessSample::new(frames, PAGES, INTERVAL)?;
-    for (accessed, dirty) in s.accessed.iter_mut().zip(s.dirty.iter_mut()) {
-        let touched = if rng.below(10) == 0 {
-            256 + rng.below(257)
-        } else {
-            rng.below(8)
-        };
-        // touched ≤ 512.
-        *accessed = touched as u16;
-        *dirty = (touched / 3) as u16;
-    }
-    Ok(s)
-}
-
-/// The same evidence as a sampler looking at 32 pages per frame sees it.
-fn sampled(full: &AccessSample) -> AccessSample {
-    let mut s = full.clone();
-    let scale = PAGES as u16 / SAMPLED_PAGES;
-    for (a, d) in s.accessed.iter_mut().zip(s.dirty.iter_mut()) {
-        *a /= scale;
-        *d /= scale;
-    }
-    s.coverage = Coverage::PerFrame(vec![SAMPLED_PAGES; s.frames()]);
-    s
-}
-
 /// Median over `repetitions` of the time per call of `op`, µs; each
 /// repetition calls `op` until [`MIN_STRETCH`] has passed.
 fn time_per_call(
@@ -114,9 +73,12 @@ fn time_per_call(
 /// Measures the heat model at `frames` frames.
 pub fn measure(frames: usize, repetitions: usize) -> Result<HeatSizeResult, HeatError> {
     let full = (1..=SAMPLES)
-        .map(|seed| synthetic(frames, seed))
+        .map(|seed| synthetic::full_coverage(frames, PAGES, INTERVAL, seed))
         .collect::<Result<Vec<_>, _>>()?;
-    let partial: Vec<AccessSample> = full.iter().map(sampled).collect();
+    let partial: Vec<AccessSample> = full
+        .iter()
+        .map(|s| synthetic::sampled(s, SAMPLED_PAGES))
+        .collect();
     let mut model = HeatModel::new(frames, PAGES, HeatConfig::default())?;
     for s in &full {
         model.update(s)?;
@@ -147,18 +109,6 @@ pub fn measure(frames: usize, repetitions: usize) -> Result<HeatSizeResult, Heat
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn synthetic_samples_have_a_hot_tenth() {
-        let s = synthetic(10_000, 1).unwrap();
-        let hot = s.accessed.iter().filter(|&&a| a >= 256).count();
-        assert!((800..1200).contains(&hot), "{hot}");
-        assert!(s.accessed.iter().all(|&a| a <= 512));
-        assert!(s.dirty.iter().zip(&s.accessed).all(|(d, a)| d <= a));
-        let p = sampled(&s);
-        assert_eq!(p.observed_fraction(0), Some(1.0 / 16.0));
-        assert!(p.accessed.iter().all(|&a| a <= SAMPLED_PAGES));
-    }
 
     #[test]
     fn measures_a_small_model() {
