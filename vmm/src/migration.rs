@@ -9,8 +9,8 @@ use thiserror::Error;
 
 use access_track::{DirtyLogError, KvmDirtyLog};
 use guest_memory::migrate::{
-    CombinedDirty, GuardError, HostWriteLog, KernelError, KernelMigrator, PrecopyConfig,
-    RemapError, RemapMigrator, WriteGuard,
+    CombinedDirty, GuardError, GuardOptions, HostWriteLog, KernelError, KernelMigrator,
+    PrecopyConfig, RemapError, RemapMigrator, WriteGuard,
 };
 use guest_memory::{Migrator, TieredMemory};
 use page_copy::{CopyError, EngineSpec, engine_from_spec};
@@ -106,15 +106,18 @@ pub struct MigrationSetup {
 
 /// Builds the migrator of `cfg` over `memory`. `dirty_log` is the VM's
 /// dirty log (present when the migrator needs it), `host_writes` the log
-/// VMM threads write guest memory through.
+/// VMM threads write guest memory through; `guard` says what the remap
+/// migrators' write guard registers besides write-protection (the VM's
+/// one userfaultfd, which fault sampling shares).
 pub fn build(
     cfg: &MigrationConfig,
     memory: &Arc<TieredMemory>,
     dirty_log: Option<&KvmDirtyLog>,
     host_writes: &Arc<HostWriteLog>,
+    guard: GuardOptions,
 ) -> Result<Option<MigrationSetup>, MigrationError> {
     let remap = |precopy: Option<PrecopyConfig>| -> Result<MigrationSetup, MigrationError> {
-        let guard = Arc::new(WriteGuard::new(memory.regions())?);
+        let guard = Arc::new(WriteGuard::with_options(memory.regions(), guard)?);
         let engine = engine_from_spec(&cfg.copy_engine)?;
         let migrator = RemapMigrator::new(memory.clone(), guard.clone(), engine, precopy)?;
         Ok(MigrationSetup {

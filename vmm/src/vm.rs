@@ -14,10 +14,13 @@ use kvm_ioctls::{Kvm, VmFd};
 use thiserror::Error;
 use vmm_sys_util::signal::Killable;
 
-use access_track::{KvmDirtyLog, Memslot};
+use access_track::{
+    AccessTracker, FaultSampleConfig, KvmDirtyLog, Memslot, TrackerBuildError, TrackerKind,
+    UnknownTracker,
+};
 use guest_abi::GpaRange;
-use guest_memory::migrate::{HostWriteLog, WriteGuard};
-use guest_memory::{MemoryConfig, Migrator, TierUsage, TieredMemory};
+use guest_memory::migrate::{GuardError, GuardOptions, HostWriteLog, WriteGuard};
+use guest_memory::{BackendKind, MemoryConfig, Migrator, TierUsage, TieredMemory};
 
 use crate::arch::regs::{self, EntryState, RegsError};
 use crate::devices::hypercall::{HypercallDevice, LogSink};
@@ -108,6 +111,15 @@ pub enum VmError {
     /// Migration could not be set up.
     #[error("migration: {0}")]
     Migration(#[from] MigrationError),
+    /// The userfaultfd guard for fault sampling could not be set up.
+    #[error("fault sampling: userfaultfd guard")]
+    Guard(#[from] GuardError),
+    /// No tracker of that name.
+    #[error(transparent)]
+    UnknownTracker(#[from] UnknownTracker),
+    /// A tracker could not be built.
+    #[error("tracker: {0}")]
+    Tracker(#[from] TrackerBuildError),
 }
 
 fn kvm_err(what: &'static str) -> impl FnOnce(kvm_ioctls::Error) -> VmError {
@@ -206,6 +218,20 @@ impl Vm {
     /// Validates `config`, creates the VM and loads the payload. Nothing is
     /// created before every check that does not need KVM has passed.
     pub fn new(config: &VmConfig, log: LogSink) -> Result<Self, VmError> {
+        Self::with_trackers(config, log, &[])
+    }
+
+    /// Like [`new`](Self::new), and ready for the access trackers
+    /// `trackers` (see [`Vm::tracker`]): the KVM dirty log on for
+    /// `dirty-log` and `combined`, the userfaultfd guard registered for
+    /// minor faults for `fault-sample` and `combined` (the remap
+    /// migrators' guard when there is one, else a guard of its own; not on
+    /// hugetlb or file tiers, where the fault sampler says it cannot run).
+    pub fn with_trackers(
+        config: &VmConfig,
+        log: LogSink,
+        trackers: &[TrackerKind],
+    ) -> Result<Self, VmError> {
         let kvm = Kvm::new().map_err(kvm_err("opening /dev/kvm"))?;
         let max = u32::try_from(kvm.get_max_vcpus()).unwrap_or(u32::MAX);
         if config.vcpus == 0 || config.vcpus > max {
@@ -248,7 +274,18 @@ impl Vm {
 
         let memory = Arc::new(TieredMemory::new(&config.memory)?);
         let vm_fd = Arc::new(kvm.create_vm().map_err(kvm_err("creating the VM"))?);
-        let dirty_log = config.migration.migrator.needs_dirty_log() || config.dirty_log_tracking;
+        let dirty_log = config.migration.migrator.needs_dirty_log()
+            || config.dirty_log_tracking
+            || trackers.iter().any(|t| t.needs_dirty_log());
+        let sampled = trackers.iter().any(|t| t.needs_minor_faults());
+        // Minor faults need shmem: none on hugetlb or file tiers.
+        let shmem = memory
+            .tiers()
+            .iter()
+            .all(|t| matches!(t.kind(), BackendKind::Memfd { hugetlb: false, .. }));
+        let guard_options = GuardOptions {
+            minor_faults: sampled && shmem,
+        };
         if dirty_log {
             access_track::enable_manual_protect(&vm_fd).map_err(MigrationError::from)?;
         }
@@ -296,11 +333,25 @@ impl Vm {
             .unwrap_or(0);
         let writes = Arc::new(HostWriteLog::new(ram_end));
         let kvm_dirty = dirty_log.then(|| KvmDirtyLog::new(vm_fd.clone(), memslots));
-        let setup = migration::build(&config.migration, &memory, kvm_dirty.as_ref(), &writes)?;
-        let (migrator, guard) = match setup {
+        let setup = migration::build(
+            &config.migration,
+            &memory,
+            kvm_dirty.as_ref(),
+            &writes,
+            guard_options,
+        )?;
+        let (migrator, mut guard) = match setup {
             Some(s) => (Some(s.migrator), s.guard),
             None => (None, None),
         };
+        if guard.is_none() && guard_options.minor_faults {
+            // One userfaultfd per VM: without a remap migrator, fault
+            // sampling gets a guard of its own.
+            guard = Some(Arc::new(WriteGuard::with_options(
+                memory.regions(),
+                guard_options,
+            )?));
+        }
 
         let state = Arc::new(GuestState::new(config.vcpus));
         let stop = Arc::new(AtomicBool::new(false));
@@ -352,9 +403,34 @@ impl Vm {
         self.dirty_log.as_ref()
     }
 
-    /// The userfaultfd write guard of the remap migrators.
+    /// The VM's userfaultfd guard: the remap migrators' write guard, or
+    /// the fault sampler's.
     pub fn guard(&self) -> Option<&Arc<WriteGuard>> {
         self.guard.as_ref()
+    }
+
+    /// A new access tracker of `kind` for this VM (`fault` sets the fault
+    /// sampler of `fault-sample` and `combined`). Build the VM with
+    /// [`with_trackers`](Self::with_trackers) naming the kind, or the
+    /// dirty log is missing (an error) and the fault sampler observes
+    /// nothing (its status says why).
+    pub fn tracker(
+        &self,
+        kind: TrackerKind,
+        fault: FaultSampleConfig,
+    ) -> Result<Box<dyn AccessTracker>, VmError> {
+        Ok(kind.build(
+            &self.memory,
+            self.dirty_log.as_ref(),
+            self.guard.as_ref(),
+            fault,
+        )?)
+    }
+
+    /// [`tracker`](Self::tracker) by name: `dirty-log`, `fault-sample` or
+    /// `combined`, with default fault-sampler settings.
+    pub fn tracker_by_name(&self, name: &str) -> Result<Box<dyn AccessTracker>, VmError> {
+        self.tracker(name.parse()?, FaultSampleConfig::default())
     }
 
     /// A handle that asks the payload to finish gracefully.

@@ -6,14 +6,29 @@
 //!   that no consumer steals another's bits;
 //! * [`AccessSample`] / [`AccessTracker`]: what a tracker reports per
 //!   interval, and the trait the tiering engine is handed;
-//! * [`DirtyLogTracker`]: pages written per frame and interval.
+//! * [`DirtyLogTracker`]: pages written per frame and interval;
+//! * [`FaultSampleTracker`]: a sample of pages zapped and watched through
+//!   userfaultfd minor faults (reads and writes);
+//! * [`CombinedTracker`]: the union of several trackers' evidence;
+//! * [`TrackerKind`]: trackers by name, for the VMM and the harness.
 
+mod by_name;
+mod combined;
 mod dirty_log;
 mod dirty_tracker;
+mod fault_config;
+mod fault_rounds;
+mod fault_state;
+mod fault_tracker;
 mod sample;
 
+pub use by_name::{TrackerBuildError, TrackerKind, UnknownTracker};
+pub use combined::{CombineError, CombinedTracker, combine};
 pub use dirty_log::{DirtyConsumer, DirtyLogError, KvmDirtyLog, Memslot, enable_manual_protect};
 pub use dirty_tracker::{DEFAULT_SAMPLE_PAGES, DEFAULT_WINDOW, DirtyCoverage, DirtyLogTracker};
+pub use fault_config::{FaultConfigError, FaultSampleConfig, SampleBudget};
+pub use fault_state::SamplerTotals;
+pub use fault_tracker::{FaultSampleError, FaultSampleTracker};
 pub use sample::{
     AccessSample, AccessTracker, Coverage, MAX_PAGES_PER_FRAME, SampleError, TrackerError,
     TrackerStatus,

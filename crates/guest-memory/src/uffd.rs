@@ -34,11 +34,14 @@ const UFFDIO_CONTINUE_IOCTL: u64 = iowr(0x07, 32);
 
 const FEATURE_PAGEFAULT_FLAG_WP: u64 = 1 << 0;
 const FEATURE_THREAD_ID: u64 = 1 << 8;
+const FEATURE_MINOR_HUGETLBFS: u64 = 1 << 9;
 const FEATURE_MINOR_SHMEM: u64 = 1 << 10;
 const FEATURE_WP_HUGETLBFS_SHMEM: u64 = 1 << 12;
 
 const WRITEPROTECT_MODE_WP: u64 = 1 << 0;
 const WRITEPROTECT_MODE_DONTWAKE: u64 = 1 << 1;
+
+const CONTINUE_MODE_WP: u64 = 1 << 1;
 
 const EVENT_PAGEFAULT: u8 = 0x12;
 const PAGEFAULT_FLAG_WRITE: u64 = 1 << 0;
@@ -188,7 +191,8 @@ impl Userfault {
         let wanted = FEATURE_PAGEFAULT_FLAG_WP
             | FEATURE_THREAD_ID
             | FEATURE_WP_HUGETLBFS_SHMEM
-            | FEATURE_MINOR_SHMEM;
+            | FEATURE_MINOR_SHMEM
+            | FEATURE_MINOR_HUGETLBFS;
         let mut api = Api {
             api: UFFD_API,
             features: probe.features & wanted,
@@ -211,6 +215,11 @@ impl Userfault {
     /// Whether minor faults on shmem can be registered.
     pub fn supports_minor(&self) -> bool {
         self.features & FEATURE_MINOR_SHMEM != 0
+    }
+
+    /// Whether minor faults on hugetlbfs can be registered.
+    pub fn supports_minor_hugetlbfs(&self) -> bool {
+        self.features & FEATURE_MINOR_HUGETLBFS != 0
     }
 
     /// Registers `[start, start+len)` for `modes`.
@@ -291,25 +300,72 @@ impl Userfault {
     }
 
     /// Resolves minor faults in a range by mapping the page-cache pages.
+    /// Stops at the first page already mapped (`EEXIST`, a racing fault
+    /// resolved it), which counts as success.
     pub fn continue_range(&self, start: u64, len: u64) -> Result<(), UffdError> {
-        let mut c = Continue {
-            range: Range { start, len },
-            ..Default::default()
-        };
-        match ioctl(
-            self.fd.as_raw_fd(),
-            UFFDIO_CONTINUE_IOCTL,
-            &mut c,
-            "UFFDIO_CONTINUE",
-            start,
-            len,
-        ) {
-            // Already mapped by a racing fault: resolved all the same.
-            Err(UffdError::Ioctl { source, .. }) if source.raw_os_error() == Some(libc::EEXIST) => {
-                Ok(())
+        self.continue_pages(start, len, false).map(|_| ())
+    }
+
+    /// Maps every unmapped page-cache page of `[start, start + len)`,
+    /// skipping pages already mapped and holes, with one `UFFDIO_CONTINUE` per run
+    /// of unmapped pages. With `write_protect` the new entries keep
+    /// userfaultfd write-protection (`UFFDIO_CONTINUE_MODE_WP`), so a
+    /// writer into a range under migration still waits for the migrator.
+    /// Wakes threads waiting in the range. Returns the pages mapped.
+    pub fn continue_pages(
+        &self,
+        start: u64,
+        len: u64,
+        write_protect: bool,
+    ) -> Result<u64, UffdError> {
+        const PAGE: u64 = 4096;
+        let end = start + len;
+        let mut at = start;
+        let mut mapped_pages = 0;
+        let mut retries = 0;
+        while at < end {
+            let mut c = Continue {
+                range: Range {
+                    start: at,
+                    len: end - at,
+                },
+                mode: if write_protect { CONTINUE_MODE_WP } else { 0 },
+                mapped: 0,
+            };
+            let result = ioctl(
+                self.fd.as_raw_fd(),
+                UFFDIO_CONTINUE_IOCTL,
+                &mut c,
+                "UFFDIO_CONTINUE",
+                at,
+                end - at,
+            );
+            // `mapped` is the bytes mapped before a failure (or a negative
+            // errno when none were).
+            let done = u64::try_from(c.mapped).unwrap_or(0).min(end - at) & !(PAGE - 1);
+            mapped_pages += done / PAGE;
+            match result {
+                Ok(()) => return Ok(mapped_pages),
+                // The page after the mapped ones already has an entry
+                // (EEXIST), or is a hole with nothing to map (EFAULT: a
+                // page never touched): skip it.
+                Err(UffdError::Ioctl { source, .. })
+                    if matches!(source.raw_os_error(), Some(libc::EEXIST | libc::EFAULT)) =>
+                {
+                    at += done + PAGE;
+                }
+                // Interrupted: go on from where it stopped (a bounded
+                // number of times without progress).
+                Err(UffdError::Ioctl { source, .. })
+                    if source.raw_os_error() == Some(libc::EAGAIN) && retries < 64 =>
+                {
+                    retries = if done == 0 { retries + 1 } else { 0 };
+                    at += done;
+                }
+                Err(e) => return Err(e),
             }
-            other => other,
         }
+        Ok(mapped_pages)
     }
 
     /// Reads the next event. Returns `None` for events other than page

@@ -1,6 +1,6 @@
 //! The write guard of a VM's guest RAM: one userfaultfd registered over
 //! every RAM region, and a handler thread that watches write-protect
-//! faults.
+//! faults and, when fault sampling is on, resolves minor faults.
 //!
 //! The migrator opens a *window* over the frames it is moving before it
 //! write-protects them; guest (and host) writes into the window block in
@@ -9,11 +9,23 @@
 //! write-protect fault outside any window (which the migrator never
 //! causes) is resolved at once by removing the protection, so nothing can
 //! hang on a stray protection. The handler never touches guest memory.
+//!
+//! Minor faults (registered with [`GuardOptions::minor_faults`]): a page
+//! whose page-table entry was zapped (`MADV_DONTNEED` on shmem keeps the
+//! page) faults to the handler on its next touch. The handler tells the
+//! [`MinorFaultSink`] (the fault sampler) and maps the page back with
+//! `UFFDIO_CONTINUE`, keeping write-protection (`UFFDIO_CONTINUE_MODE_WP`)
+//! inside a migration window: a page zapped before the migrator protected
+//! its frame must not become writable behind the migrator's back. Both
+//! happen under the window lock, which the migrator takes to open a window
+//! before it protects, so the decision cannot race a window opening. A new
+//! mapping (after a remap) is populated before it is registered, so its
+//! first touches are not minor faults.
 
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -33,6 +45,34 @@ pub enum GuardError {
     Thread(#[source] std::io::Error),
 }
 
+/// Receives the minor faults of guest RAM: the fault sampler, which zaps
+/// pages and counts the ones touched again. See
+/// [`WriteGuard::set_minor_sink`].
+pub trait MinorFaultSink: Send + Sync + std::fmt::Debug {
+    /// `page` (host address, 4 KiB aligned) was touched (`write`: by a
+    /// write) while it had no page-table entry. Called on the handler
+    /// thread with the window lock held: must not block, nor call back
+    /// into the guard.
+    fn minor_fault(&self, page: u64, write: bool);
+
+    /// `[start, start + len)` got a new, fully populated mapping (a frame
+    /// moved): pages zapped in the old mapping will never fault. Called
+    /// with the window lock held.
+    fn remapped(&self, start: u64, len: u64);
+}
+
+/// What the guard registers besides write-protection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GuardOptions {
+    /// Register minor faults too (fault sampling). Ignored, and
+    /// [`WriteGuard::minor_faults_enabled`] false, when the host kernel
+    /// lacks `UFFD_FEATURE_MINOR_SHMEM`. Only for shmem memfd RAM: minor
+    /// registration of a hugetlbfs mapping would need
+    /// `UFFD_FEATURE_MINOR_HUGETLBFS`, and 4 KiB pages of a huge page
+    /// cannot be zapped anyway.
+    pub minor_faults: bool,
+}
+
 #[derive(Debug, Default)]
 struct Window {
     /// Host ranges `[start, end)` under migration.
@@ -47,11 +87,54 @@ struct Shared {
     window: Mutex<Window>,
     stop: AtomicBool,
     stray: AtomicU64,
+    minor: AtomicU64,
+    sink: RwLock<Option<Arc<dyn MinorFaultSink>>>,
 }
 
 impl Shared {
     fn window(&self) -> MutexGuard<'_, Window> {
         self.window.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn sink(&self) -> Option<Arc<dyn MinorFaultSink>> {
+        self.sink
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl Window {
+    fn overlaps(&self, start: u64, len: u64) -> bool {
+        self.ranges
+            .iter()
+            .any(|&(s, e)| s < start + len && start < e)
+    }
+}
+
+/// The guard's migration window, locked: while it is held no window opens
+/// or closes and the handler resolves no fault. The fault sampler zaps and
+/// restores pages under it.
+#[derive(Debug)]
+pub struct WindowLock<'a> {
+    window: MutexGuard<'a, Window>,
+    uffd: &'a Userfault,
+}
+
+impl WindowLock<'_> {
+    /// Whether host range `[start, start + len)` overlaps the migration
+    /// window (its frames are, or are about to be, write-protected).
+    pub fn overlaps(&self, start: u64, len: u64) -> bool {
+        self.window.overlaps(start, len)
+    }
+
+    /// Maps the zapped pages of `[start, start + len)` back
+    /// (`UFFDIO_CONTINUE`; pages already mapped are skipped), keeping
+    /// write-protection where the range overlaps the window, and wakes
+    /// threads waiting there. Returns the pages mapped.
+    pub fn restore(&self, start: u64, len: u64) -> Result<u64, UffdError> {
+        let protect = self.window.overlaps(start, len);
+        self.uffd.continue_pages(start, len, protect)
     }
 }
 
@@ -70,10 +153,19 @@ impl WriteGuard {
     /// Registers every region for write-protect faults and starts the
     /// handler thread.
     pub fn new(regions: &[MappedRegion]) -> Result<Self, GuardError> {
+        Self::with_options(regions, GuardOptions::default())
+    }
+
+    /// Like [`new`](Self::new), registering minor faults too if `options`
+    /// ask for them and the host kernel has them.
+    pub fn with_options(
+        regions: &[MappedRegion],
+        options: GuardOptions,
+    ) -> Result<Self, GuardError> {
         let uffd = Userfault::new(true)?;
         let modes = Modes {
             write_protect: true,
-            minor: false,
+            minor: options.minor_faults && uffd.supports_minor(),
         };
         for r in regions {
             uffd.register(r.host_addr, r.len, modes)?;
@@ -90,6 +182,8 @@ impl WriteGuard {
             window: Mutex::default(),
             stop: AtomicBool::new(false),
             stray: AtomicU64::new(0),
+            minor: AtomicU64::new(0),
+            sink: RwLock::new(None),
         });
         let thread_shared = shared.clone();
         let wake_fd = wakeup.as_raw_fd();
@@ -110,10 +204,69 @@ impl WriteGuard {
         &self.shared.uffd
     }
 
+    /// Whether minor faults are registered (fault sampling can run).
+    pub fn minor_faults_enabled(&self) -> bool {
+        self.modes.minor
+    }
+
+    /// Whether the host kernel offers minor faults on shmem
+    /// (`UFFD_FEATURE_MINOR_SHMEM`) and on hugetlbfs
+    /// (`UFFD_FEATURE_MINOR_HUGETLBFS`).
+    pub fn host_minor_support(&self) -> (bool, bool) {
+        let uffd = &self.shared.uffd;
+        (uffd.supports_minor(), uffd.supports_minor_hugetlbfs())
+    }
+
+    /// Sends minor faults to `sink` from now on (replacing any sink).
+    pub fn set_minor_sink(&self, sink: Arc<dyn MinorFaultSink>) {
+        *self
+            .shared
+            .sink
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(sink);
+    }
+
+    /// Minor faults resolved so far (sampled or not).
+    pub fn minor_faults(&self) -> u64 {
+        self.shared.minor.load(Ordering::Relaxed)
+    }
+
+    /// Locks the migration window (see [`WindowLock`]).
+    pub fn lock_window(&self) -> WindowLock<'_> {
+        WindowLock {
+            window: self.shared.window(),
+            uffd: &self.shared.uffd,
+        }
+    }
+
     /// Registers a range again after its mapping was replaced (a new VMA
-    /// is not registered).
+    /// is not registered). With minor faults on, the new mapping is
+    /// populated first (one `MADV_POPULATE_WRITE`, before registration, so
+    /// these are ordinary faults): otherwise every first touch of the new
+    /// mapping would be a minor fault. The sink learns that zapped pages
+    /// of the old mapping are gone.
     pub fn reregister(&self, start: u64, len: u64) -> Result<(), UffdError> {
-        self.shared.uffd.register(start, len, self.modes)
+        if self.modes.minor {
+            // SAFETY: `[start, start + len)` is guest RAM the caller just
+            // mapped; populating faults its pages in and changes no data.
+            // A failure only means that some first touches become minor
+            // faults, which the handler resolves all the same.
+            unsafe {
+                libc::madvise(
+                    start as *mut libc::c_void,
+                    len as usize,
+                    libc::MADV_POPULATE_WRITE,
+                )
+            };
+        }
+        self.shared.uffd.register(start, len, self.modes)?;
+        if self.modes.minor {
+            let _window = self.shared.window();
+            if let Some(sink) = self.shared.sink() {
+                sink.remapped(start, len);
+            }
+        }
+        Ok(())
     }
 
     /// Opens the migration window over `ranges` (host `[start, len)`).
@@ -145,12 +298,24 @@ impl WriteGuard {
     }
 
     /// Closes the window; returns how long each write still recorded in it
-    /// has waited (call right after waking the ranges).
+    /// has waited (call right after waking the ranges). Writers still
+    /// recorded are woken once more: a write-protected entry the handler
+    /// left while resolving a minor fault in the window may have caught a
+    /// writer after the migrator's own wake; woken, it faults again outside
+    /// the window and the handler lifts the protection.
     pub fn close_window(&self) -> Vec<Duration> {
         let mut w = self.shared.window();
         w.ranges.clear();
         let now = Instant::now();
-        w.faults.drain().map(|(_, t)| now - t).collect()
+        let mut waited = Vec::with_capacity(w.faults.len());
+        for (page, t) in w.faults.drain() {
+            if self.modes.minor {
+                // Nothing waits there any more unless the case above.
+                let _ = self.shared.uffd.wake(page, PAGE);
+            }
+            waited.push(now - t);
+        }
+        waited
     }
 
     /// Write-protect faults read outside any window: late reads of faults
@@ -193,10 +358,14 @@ fn handle_faults(shared: &Shared, wake_fd: i32) {
             continue;
         }
         while let Ok(Some(fault)) = shared.uffd.read_fault() {
+            let page = fault.address & !(PAGE - 1);
+            if fault.minor {
+                resolve_minor(shared, page, fault.write);
+                continue;
+            }
             if !fault.wp {
                 continue;
             }
-            let page = fault.address & !(PAGE - 1);
             let mut w = shared.window();
             if w.ranges.iter().any(|&(s, e)| s <= page && page < e) {
                 w.faults.entry(page).or_insert_with(Instant::now);
@@ -208,5 +377,21 @@ fn handle_faults(shared: &Shared, wake_fd: i32) {
                 let _ = shared.uffd.unprotect(page, PAGE, false);
             }
         }
+    }
+}
+
+/// Tells the sink about a minor fault and maps the page back, keeping
+/// write-protection inside the migration window.
+fn resolve_minor(shared: &Shared, page: u64, write: bool) {
+    let w = shared.window();
+    let protect = w.overlaps(page, PAGE);
+    if let Some(sink) = shared.sink() {
+        sink.minor_fault(page, write);
+    }
+    shared.minor.fetch_add(1, Ordering::Relaxed);
+    if shared.uffd.continue_pages(page, PAGE, protect).is_err() {
+        // The mapping changed under the fault (a remap): the waiter
+        // retries on the new mapping, which is populated.
+        let _ = shared.uffd.wake(page, PAGE);
     }
 }

@@ -21,7 +21,7 @@ use std::fmt::Debug;
 
 pub use dirty::{CombinedDirty, DirtyError, DirtySource, GpaSpan, HostWriteLog};
 pub use faults::{FaultInjection, Step};
-pub use guard::{GuardError, WriteGuard};
+pub use guard::{GuardError, GuardOptions, MinorFaultSink, WindowLock, WriteGuard};
 pub use kernel::{KernelError, KernelMigrator};
 pub use kernel_pages::PageCounts;
 pub use remap::{PrecopyConfig, RemapError, RemapMigrator};

@@ -12,7 +12,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 
 use guest_memory::migrate::{
-    FaultInjection, HostWriteLog, PrecopyConfig, RemapMigrator, Step, WriteGuard,
+    FaultInjection, GuardOptions, HostWriteLog, PrecopyConfig, RemapMigrator, Step, WriteGuard,
 };
 use guest_memory::{BatchReport, Migrator, Move, Placement, TieredMemory};
 use page_copy::{EngineSpec, engine_from_spec};
@@ -27,9 +27,14 @@ struct Rig {
     mem: Arc<TieredMemory>,
     log: Arc<HostWriteLog>,
     migrator: RemapMigrator,
+    guard: Option<Arc<WriteGuard>>,
 }
 
 fn rig(fast_frames: u64, slow_frames: u64, precopy: bool) -> Rig {
+    rig_with(fast_frames, slow_frames, precopy, GuardOptions::default())
+}
+
+fn rig_with(fast_frames: u64, slow_frames: u64, precopy: bool, options: GuardOptions) -> Rig {
     let cfg = config(
         FRAMES * FRAME,
         FRAME,
@@ -40,7 +45,7 @@ fn rig(fast_frames: u64, slow_frames: u64, precopy: bool) -> Rig {
         Placement::Interleave,
     );
     let mem = Arc::new(TieredMemory::new(&cfg).unwrap());
-    let guard = Arc::new(WriteGuard::new(mem.regions()).unwrap());
+    let guard = Arc::new(WriteGuard::with_options(mem.regions(), options).unwrap());
     let log = Arc::new(HostWriteLog::new(FRAMES * FRAME));
     log.enable();
     let engine = engine_from_spec(&EngineSpec::Threads {
@@ -49,8 +54,13 @@ fn rig(fast_frames: u64, slow_frames: u64, precopy: bool) -> Rig {
     })
     .unwrap();
     let pre = precopy.then(|| PrecopyConfig::new(log.clone()));
-    let migrator = RemapMigrator::new(mem.clone(), guard, engine, pre).unwrap();
-    Rig { mem, log, migrator }
+    let migrator = RemapMigrator::new(mem.clone(), guard.clone(), engine, pre).unwrap();
+    Rig {
+        mem,
+        log,
+        migrator,
+        guard: Some(guard),
+    }
 }
 
 /// Words per frame a writer owns: every frame has words of every writer.
@@ -181,6 +191,73 @@ fn precopy_protocol_loses_no_write() {
         total.recopied_pages > 0,
         "writers dirtied pages during pre-copy"
     );
+}
+
+/// Zaps random pages the way the fault sampler does (under the window
+/// lock, never inside a migration window) and maps them back a moment
+/// later, until `stop`. Returns the pages zapped.
+fn sampler_zaps(rig: &Rig, stop: &AtomicBool) -> u64 {
+    let guard = rig.guard.as_ref().unwrap();
+    let mut rng = 777u64;
+    let mut zapped = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let mut runs = Vec::new();
+        for _ in 0..8 {
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let frame = ((rng >> 33) % FRAMES) as usize;
+            let page = (rng >> 20) % (FRAME / 4096 - 3);
+            let start = rig.mem.frames().host_addr(frame).unwrap() + page * 4096;
+            let window = guard.lock_window();
+            if !window.overlaps(start, 4 * 4096) {
+                crate::minor_faults::zap(start, 4 * 4096);
+                runs.push(start);
+                zapped += 4;
+            }
+        }
+        thread::sleep(std::time::Duration::from_micros(300));
+        for start in runs {
+            // ENOENT: the frame is between its remap and re-registration,
+            // which populates the new mapping anyway.
+            if let Err(guest_memory::uffd::UffdError::Ioctl { source, .. }) =
+                guard.lock_window().restore(start, 4 * 4096)
+            {
+                assert_eq!(source.raw_os_error(), Some(libc::ENOENT), "{source}");
+            }
+        }
+    }
+    zapped
+}
+
+/// Fault sampling next to live migration: pages zapped before a window
+/// opens fault while their frame is protected, and the write still waits.
+#[test]
+fn sampling_zaps_during_migration_lose_no_write() {
+    for precopy in [false, true] {
+        let rig = rig_with(FRAMES, FRAMES, precopy, GuardOptions { minor_faults: true });
+        let guard = rig.guard.clone().unwrap();
+        assert!(guard.minor_faults_enabled());
+        let rec = Arc::new(crate::minor_faults::Recorder::default());
+        guard.set_minor_sink(rec.clone());
+        let total = under_fire(&rig, |r| {
+            let stop = AtomicBool::new(false);
+            thread::scope(|s| {
+                let z = s.spawn(|| sampler_zaps(r, &stop));
+                let total = random_moves(r, 1500, 8);
+                stop.store(true, Ordering::Relaxed);
+                assert!(z.join().unwrap() > 1000, "pages zapped");
+                total
+            })
+        });
+        assert!(total.moved >= 1500);
+        assert_eq!(total.aborted, 0, "{:?}", total.errors);
+        assert!(
+            rec.faults.lock().unwrap().len() > 100,
+            "zapped pages faulted"
+        );
+        assert!(!rec.remaps.lock().unwrap().is_empty(), "remaps reported");
+    }
 }
 
 #[test]
@@ -435,7 +512,12 @@ fn preallocated_tiers_keep_released_memory_and_lose_no_write() {
     .unwrap();
     let log = Arc::new(HostWriteLog::new(FRAMES * FRAME));
     let migrator = RemapMigrator::new(mem.clone(), guard, engine, None).unwrap();
-    let rig = Rig { mem, log, migrator };
+    let rig = Rig {
+        mem,
+        log,
+        migrator,
+        guard: None,
+    };
     let total = under_fire(&rig, |r| random_moves(r, 1000, 8));
     assert_eq!(total.aborted, 0, "{:?}", total.errors);
     for t in rig.mem.tiers() {

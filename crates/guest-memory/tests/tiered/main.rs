@@ -9,6 +9,7 @@ mod kernel_migrator;
 mod lifecycle;
 mod live_migration;
 mod migration_steps;
+mod minor_faults;
 mod placement_policies;
 mod shared_numa;
 mod verify_backing;

@@ -1,5 +1,5 @@
-//! Tracking accuracy on real KVM: a `hotset` guest writes a hot set that
-//! moves every phase; the dirty-log tracker feeds the heat model every
+//! The dirty-log tracker on real KVM: a `hotset` guest writes a hot set
+//! that moves every phase; the dirty-log tracker feeds the heat model every
 //! interval, and the model's top-K frames are compared with the oracle's
 //! top-K for the phase (from the payload's ground truth; K = hot-set
 //! frames). Precision must reach 0.9 within 3 intervals of the start and of
@@ -167,6 +167,7 @@ fn assert_tracks(results: &[(u64, f64)], phases: u64) {
 /// the pre-copy migrator's harvests do not steal the tracker's bits.
 #[test]
 fn dirty_log_keeps_tracking_while_frames_migrate() {
+    let _alone = crate::rig::migrating_alone();
     for migrator in [MigratorKind::Remap, MigratorKind::RemapPrecopy] {
         let r = precision_while_migrating(
             "hotset:size=384M,hot=32M,hot-frac=0.9,phases=2,seconds=1.5",

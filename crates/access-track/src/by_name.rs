@@ -1,0 +1,131 @@
+//! Trackers by name (`dirty-log`, `fault-sample`, `combined`), what each
+//! needs from the VM, and how to build one: the one entry point for the
+//! VMM and the benchmark harness.
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use thiserror::Error;
+
+use guest_memory::TieredMemory;
+use guest_memory::migrate::WriteGuard;
+
+use crate::combined::CombinedTracker;
+use crate::dirty_log::KvmDirtyLog;
+use crate::dirty_tracker::DirtyLogTracker;
+use crate::fault_config::FaultSampleConfig;
+use crate::fault_tracker::{FaultSampleError, FaultSampleTracker};
+use crate::sample::AccessTracker;
+
+/// An unknown tracker name.
+#[derive(Debug, Error, PartialEq, Eq)]
+#[error("unknown tracker '{0}' (dirty-log, fault-sample, combined)")]
+pub struct UnknownTracker(pub String);
+
+/// Errors building a tracker.
+#[derive(Debug, Error)]
+pub enum TrackerBuildError {
+    /// The VM was built without the KVM dirty log.
+    #[error("{0}: the VM has no KVM dirty log (build it with this tracker named)")]
+    NoDirtyLog(&'static str),
+    /// The fault sampler could not be built.
+    #[error(transparent)]
+    FaultSample(#[from] FaultSampleError),
+}
+
+/// The trackers there are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TrackerKind {
+    /// [`DirtyLogTracker`].
+    DirtyLog,
+    /// [`FaultSampleTracker`].
+    FaultSample,
+    /// [`CombinedTracker`] of both.
+    Combined,
+}
+
+impl TrackerKind {
+    /// Every tracker, by name.
+    pub const ALL: [TrackerKind; 3] = [
+        TrackerKind::DirtyLog,
+        TrackerKind::FaultSample,
+        TrackerKind::Combined,
+    ];
+
+    /// The tracker's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            TrackerKind::DirtyLog => "dirty-log",
+            TrackerKind::FaultSample => "fault-sample",
+            TrackerKind::Combined => "combined",
+        }
+    }
+
+    /// Whether the VM needs the KVM dirty log on for it.
+    pub fn needs_dirty_log(self) -> bool {
+        matches!(self, TrackerKind::DirtyLog | TrackerKind::Combined)
+    }
+
+    /// Whether the VM's write guard needs minor faults for it.
+    pub fn needs_minor_faults(self) -> bool {
+        matches!(self, TrackerKind::FaultSample | TrackerKind::Combined)
+    }
+
+    /// Builds the tracker over `memory` from the VM's dirty log and write
+    /// guard. A fault sampler without a usable guard is built all the
+    /// same and says in its status why it observes nothing.
+    pub fn build(
+        self,
+        memory: &Arc<TieredMemory>,
+        dirty_log: Option<&KvmDirtyLog>,
+        guard: Option<&Arc<WriteGuard>>,
+        fault: FaultSampleConfig,
+    ) -> Result<Box<dyn AccessTracker>, TrackerBuildError> {
+        let dirty = || -> Result<Box<dyn AccessTracker>, TrackerBuildError> {
+            let log = dirty_log.ok_or(TrackerBuildError::NoDirtyLog(self.name()))?;
+            Ok(Box::new(DirtyLogTracker::new(log, memory.clone())))
+        };
+        let sampled = || -> Result<Box<dyn AccessTracker>, TrackerBuildError> {
+            Ok(Box::new(FaultSampleTracker::new(
+                memory.clone(),
+                guard.cloned(),
+                fault,
+            )?))
+        };
+        Ok(match self {
+            TrackerKind::DirtyLog => dirty()?,
+            TrackerKind::FaultSample => sampled()?,
+            TrackerKind::Combined => Box::new(CombinedTracker::new(vec![dirty()?, sampled()?])),
+        })
+    }
+}
+
+impl FromStr for TrackerKind {
+    type Err = UnknownTracker;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        TrackerKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| UnknownTracker(s.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for k in TrackerKind::ALL {
+            assert_eq!(k.name().parse::<TrackerKind>(), Ok(k));
+        }
+        assert_eq!(
+            "a-bit".parse::<TrackerKind>(),
+            Err(UnknownTracker("a-bit".into()))
+        );
+        assert!(TrackerKind::Combined.needs_dirty_log());
+        assert!(TrackerKind::Combined.needs_minor_faults());
+        assert!(!TrackerKind::DirtyLog.needs_minor_faults());
+    }
+}

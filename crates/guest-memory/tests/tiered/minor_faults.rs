@@ -1,0 +1,131 @@
+//! Minor faults on the guard's userfaultfd (fault sampling), measured on
+//! this host's kernel: a zapped page faults to the handler on its next
+//! touch and is mapped back; inside a migration window the page keeps its
+//! write-protection, so a writer still waits for the migrator.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use guest_memory::migrate::{GuardOptions, MinorFaultSink, WriteGuard};
+use guest_memory::{Placement, TieredMemory};
+
+use crate::common::{config, memfd, read_host_u64, write_host_u64};
+
+const FRAME: u64 = 64 << 10;
+const PAGE: u64 = 4096;
+
+/// Records every minor fault and remap it is told about.
+#[derive(Debug, Default)]
+pub struct Recorder {
+    pub faults: Mutex<Vec<(u64, bool)>>,
+    pub remaps: Mutex<Vec<(u64, u64)>>,
+}
+
+impl MinorFaultSink for Recorder {
+    fn minor_fault(&self, page: u64, write: bool) {
+        self.faults.lock().unwrap().push((page, write));
+    }
+
+    fn remapped(&self, start: u64, len: u64) {
+        self.remaps.lock().unwrap().push((start, len));
+    }
+}
+
+/// Drops the page-table entry of one page (the sampler's zap).
+pub fn zap(addr: u64, len: u64) {
+    // SAFETY: callers pass page-aligned ranges of the memory under test;
+    // on shmem the pages stay in the page cache, only the entries go.
+    let rc = unsafe { libc::madvise(addr as *mut libc::c_void, len as usize, libc::MADV_DONTNEED) };
+    assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+}
+
+fn setup() -> (Arc<TieredMemory>, WriteGuard, Arc<Recorder>) {
+    let cfg = config(
+        4 * FRAME,
+        FRAME,
+        vec![memfd("fast", "256K"), memfd("slow", "256K")],
+        Placement::FastFirst,
+    );
+    let mem = Arc::new(TieredMemory::new(&cfg).unwrap());
+    let guard =
+        WriteGuard::with_options(mem.regions(), GuardOptions { minor_faults: true }).unwrap();
+    assert!(
+        guard.minor_faults_enabled(),
+        "host has UFFD_FEATURE_MINOR_SHMEM"
+    );
+    let rec = Arc::new(Recorder::default());
+    guard.set_minor_sink(rec.clone());
+    (mem, guard, rec)
+}
+
+fn view_of(mem: &TieredMemory, frame: usize) -> u64 {
+    let loc = mem.location(frame).unwrap();
+    mem.tiers()[loc.tier].slot_view_addr(loc.slot).unwrap()
+}
+
+#[test]
+fn a_zapped_page_faults_once_and_keeps_its_data() {
+    let (mem, guard, rec) = setup();
+    let host = mem.frames().host_addr(1).unwrap();
+    for p in 0..FRAME / PAGE {
+        write_host_u64(host + p * PAGE, 1000 + p);
+    }
+    zap(host + PAGE, 2 * PAGE);
+    assert_eq!(read_host_u64(host + PAGE), 1001, "read through the fault");
+    write_host_u64(host + 2 * PAGE, 7);
+    assert_eq!(read_host_u64(host + 2 * PAGE), 7);
+    assert_eq!(read_host_u64(host + 3 * PAGE), 1003, "not zapped: no fault");
+    assert_eq!(
+        *rec.faults.lock().unwrap(),
+        [(host + PAGE, false), (host + 2 * PAGE, true)],
+        "exactly the touched zapped pages fault, with their access kind"
+    );
+    assert_eq!(
+        read_host_u64(view_of(&mem, 1) + 2 * PAGE),
+        7,
+        "write in the backing"
+    );
+    assert_eq!(guard.minor_faults(), 2);
+}
+
+/// The hazard of sampling next to migration: a page zapped before the
+/// migrator write-protected its frame has no entry to carry the
+/// protection; its next touch is a minor fault, and mapping it back
+/// writable would let a write land in the source while it is copied.
+#[test]
+fn a_minor_fault_in_a_write_protected_window_keeps_the_protection() {
+    let (mem, guard, rec) = setup();
+    let host = mem.frames().host_addr(2).unwrap();
+    write_host_u64(host, 1);
+    zap(host, PAGE);
+    // What the migrator does: open the window, then protect.
+    guard.open_window(&[(host, FRAME)]);
+    guard.uffd().protect(host, FRAME).unwrap();
+    let done = AtomicBool::new(false);
+    thread::scope(|s| {
+        s.spawn(|| {
+            write_host_u64(host, 2);
+            done.store(true, Ordering::SeqCst);
+        });
+        thread::sleep(Duration::from_millis(100));
+        assert!(
+            !done.load(Ordering::SeqCst),
+            "the writer waits for the migrator"
+        );
+        assert_eq!(read_host_u64(view_of(&mem, 2)), 1, "nothing written yet");
+        assert_eq!(
+            *rec.faults.lock().unwrap(),
+            [(host, true)],
+            "one minor fault first"
+        );
+        // Readers go on meanwhile.
+        assert_eq!(read_host_u64(host), 1);
+        // The migrator lifts the protection and wakes the writer.
+        guard.uffd().unprotect(host, FRAME, false).unwrap();
+        guard.close_window();
+    });
+    assert!(done.load(Ordering::SeqCst));
+    assert_eq!(read_host_u64(view_of(&mem, 2)), 2, "the write landed");
+}

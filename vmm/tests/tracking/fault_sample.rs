@@ -1,0 +1,223 @@
+//! The fault-sample and combined trackers on real KVM: they find the hot
+//! set of `hotset` and the working set of `zipf` and follow phase shifts,
+//! see reads (which the dirty log cannot) as well as writes, see nothing
+//! where the guest touches nothing, and keep tracking while frames move.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use access_track::{FaultSampleConfig, SampleBudget, TrackerKind};
+use vmm::migration::MigratorKind;
+use vmm::vm::{Vm, VmEnd};
+
+use crate::rig::{Run, TopK, assert_tracks, run, vm_config};
+
+const HOTSET: &str = "hotset:size=384M,hot=32M,hot-frac=0.9,phases=2,seconds=1.5";
+
+/// zipf over 1 Mi records of 64 bytes (64 MiB, 32 frames) in a 384 MiB
+/// buffer: the scatter spreads popular records over the 32 record frames,
+/// which makes their probabilities nearly flat among themselves (0.019 to
+/// 0.099 here), so a top-K *inside* them is ill-defined; the 32 record
+/// frames against the 160 buffer frames no record lives in is a hot set
+/// with an unbounded probability ratio at K = 32 (docs/tracking.md). A
+/// phase re-keys the scatter: the hottest records move within the frames.
+const ZIPF: &str = "zipf:size=384M,items=1048576,theta=0.99,phases=2,seconds=1.5";
+
+fn zipf_top() -> TopK {
+    TopK::Gap {
+        min: 4,
+        max: 64,
+        min_ratio: 10.0,
+    }
+}
+
+/// A sampled tracker's run: one vCPU (the suite runs two VMs at once on
+/// two cores; the sampler's watch windows are wall-clock time, and a vCPU
+/// descheduled for a window touches nothing), every frame visited twice
+/// per interval (4 pages each), heat half-life one interval.
+fn sampled_run(args: &str, tracker: TrackerKind, top: TopK) -> Run {
+    let mut r = Run::new(args, tracker, top);
+    r.vcpus = 1;
+    r.fault.budget = SampleBudget::PagesPerSecond(2 * 256 * 4 * 5);
+    r
+}
+
+fn tracks(args: &str, tracker: TrackerKind, top: TopK) {
+    let o = run(&sampled_run(args, tracker, top));
+    assert_tracks(&o.precision, 2);
+    assert_eq!(o.overcounted, 0, "no page counted twice");
+}
+
+#[test]
+fn fault_sample_finds_the_hotset_hot_set_and_follows_it() {
+    tracks(HOTSET, TrackerKind::FaultSample, TopK::Fixed(16));
+}
+
+#[test]
+fn fault_sample_finds_the_zipf_working_set() {
+    tracks(ZIPF, TrackerKind::FaultSample, zipf_top());
+}
+
+#[test]
+fn combined_finds_the_hotset_hot_set_and_follows_it() {
+    tracks(HOTSET, TrackerKind::Combined, TopK::Fixed(16));
+}
+
+#[test]
+fn combined_finds_the_zipf_working_set() {
+    tracks(ZIPF, TrackerKind::Combined, zipf_top());
+}
+
+/// Frames move between the tiers all along (remap, then pre-copy) while
+/// the sampler zaps pages: samples on a frame being moved are voided (not
+/// counted as untouched, not counted twice), every frame is still
+/// observed, the ranking keeps up, and the guest loses no write.
+#[test]
+fn fault_sample_keeps_tracking_while_frames_migrate() {
+    let _alone = crate::rig::migrating_alone();
+    for migrator in [MigratorKind::Remap, MigratorKind::RemapPrecopy] {
+        let mut r = sampled_run(HOTSET, TrackerKind::FaultSample, TopK::Fixed(16));
+        r.migrator = migrator;
+        // A lighter load than the dirty-log test's 8 frames per 10 ms:
+        // the sampler's watch windows are wall-clock time, and writers
+        // stalled on moving frames touch nothing meanwhile.
+        (r.batch, r.move_every) = (2, Duration::from_millis(40));
+        let o = run(&r);
+        assert_tracks(&o.precision, 2);
+        assert!(o.moved > 60, "{migrator:?}: frames moved: {}", o.moved);
+        let totals = o.totals.unwrap();
+        assert!(
+            totals.voided > 0,
+            "{migrator:?}: samples met moving frames: {totals:?}"
+        );
+        assert!(totals.touched > 100, "{totals:?}");
+        assert_eq!(o.overcounted, 0, "no page counted twice");
+        assert_eq!(o.never_observed, 0, "every frame observed");
+    }
+}
+
+/// What `tracker` saw of a one-vCPU `stream` run over a 128 MiB buffer,
+/// from the first phase on: the share of buffer frames seen accessed and
+/// seen written, and the frames of the untouched rest of guest RAM seen
+/// accessed at all.
+struct Seen {
+    accessed: f64,
+    written: f64,
+    idle_hot: usize,
+}
+
+fn seen(op: &str, kind: TrackerKind) -> Seen {
+    let args = format!("stream:size=128M,op={op},phases=1,seconds=3");
+    let config = vm_config(&args, 1, false, MigratorKind::None);
+    let mut vm = Vm::with_trackers(&config, Arc::new(|_, _| {}), &[kind]).unwrap();
+    let mem = vm.memory().clone();
+    let free = vm.first_free_range().unwrap();
+    // Every frame every 10 ms round: a sequential pass crosses a given
+    // run of pages rarely, and each frame should be seen many times.
+    let fault = FaultSampleConfig {
+        budget: SampleBudget::PagesPerSecond(256 * 4 * 100),
+        ..Default::default()
+    };
+    let mut tracker = vm.tracker(kind, fault).unwrap();
+    let state = vm.state().clone();
+    let frames = mem.frame_count();
+    let (mut accessed, mut written) = (vec![0u64; frames], vec![0u64; frames]);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let t = s.spawn(|| {
+            // The warm-up writes every page: count from phase 0 on.
+            while state.phase_starts().is_empty() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            tracker.collect().unwrap();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(200));
+                let sample = tracker.collect().unwrap();
+                for f in 0..frames {
+                    accessed[f] += u64::from(sample.accessed[f].max(sample.dirty[f]));
+                    written[f] += u64::from(sample.dirty[f]);
+                }
+            }
+        });
+        let end = vm.run(Duration::from_millis(100), &mut |_, _| {}).unwrap();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        t.join().unwrap();
+        assert_eq!(end, VmEnd::Success);
+    });
+    let first = mem.frames().frame_of_gpa(free.start).unwrap();
+    let buffer = first..first + 64;
+    // The ground-truth page follows the buffer; leave a frame of margin.
+    let idle = first + 65
+        ..mem
+            .frames()
+            .frame_of_gpa(free.start + free.len - 1)
+            .unwrap();
+    assert!(idle.len() > 50, "an idle region of {} frames", idle.len());
+    let share = |v: &[u64]| buffer.clone().filter(|&f| v[f] > 0).count() as f64 / 64.0;
+    Seen {
+        accessed: share(&accessed),
+        written: share(&written),
+        idle_hot: idle.filter(|&f| accessed[f] > 0).count(),
+    }
+}
+
+#[test]
+fn fault_sample_sees_reads_and_writes_and_nothing_where_nothing_happens() {
+    let read = seen("read", TrackerKind::FaultSample);
+    assert!(read.accessed > 0.9, "reads are seen: {}", read.accessed);
+    assert!(
+        read.written < 0.05,
+        "reads are not writes: {}",
+        read.written
+    );
+    assert_eq!(read.idle_hot, 0, "untouched frames look cold");
+    let write = seen("write", TrackerKind::FaultSample);
+    assert!(write.accessed > 0.9, "writes are seen: {}", write.accessed);
+    assert!(write.written > 0.9, "as writes: {}", write.written);
+    assert_eq!(write.idle_hot, 0, "untouched frames look cold");
+}
+
+#[test]
+fn combined_sees_reads_the_dirty_log_misses() {
+    let dirty = seen("read", TrackerKind::DirtyLog);
+    assert!(
+        dirty.accessed < 0.05,
+        "the dirty log misses reads: {}",
+        dirty.accessed
+    );
+    assert_eq!(dirty.idle_hot, 0);
+    let read = seen("read", TrackerKind::Combined);
+    assert!(
+        read.accessed > 0.9,
+        "combined sees reads: {}",
+        read.accessed
+    );
+    assert_eq!(read.idle_hot, 0, "untouched frames look cold");
+}
+
+/// Without a usable guard the sampler says why and observes nothing.
+#[test]
+fn fault_sample_without_minor_faults_says_so() {
+    let config = vm_config(
+        "stream:size=16M,phases=1,seconds=0.2",
+        1,
+        false,
+        MigratorKind::None,
+    );
+    // Built without naming the tracker: no guard registered for it.
+    let vm = Vm::new(&config, Arc::new(|_, _| {})).unwrap();
+    let mut t = vm.tracker_by_name("fault-sample").unwrap();
+    let status = t.status();
+    assert!(!status.sees_reads);
+    assert!(
+        status.limitations[0].contains("no userfaultfd guard"),
+        "{status:?}"
+    );
+    let sample = t.collect().unwrap();
+    assert!((0..sample.frames()).all(|f| sample.observed_fraction(f) == Some(0.0)));
+    assert!(vm.tracker_by_name("a-bits").is_err());
+    assert!(
+        vm.tracker_by_name("dirty-log").is_err(),
+        "no dirty log either"
+    );
+}

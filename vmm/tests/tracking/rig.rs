@@ -1,0 +1,348 @@
+//! The tracking harness: a payload VM on two memfd tiers, a tracker
+//! feeding the heat model every interval, optionally a migrator moving
+//! random frames all along, and per interval the precision of the model's
+//! top-K against the oracle's top-K for the current phase.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use access_track::{
+    AccessSample, AccessTracker, FaultSampleConfig, FaultSampleTracker, SamplerTotals, TrackerKind,
+};
+use guest_abi::{AccessRange, GpaRange};
+use guest_memory::{Move, Placement, TierSpec};
+use oracle::{Oracle, precision_at_k};
+use tiering::{HeatConfig, HeatModel};
+use vmm::devices::hypercall::LogSink;
+use vmm::migration::{MigrationConfig, MigratorKind};
+use vmm::vm::{PayloadSource, Vm, VmConfig, VmEnd};
+
+pub const MIB: u64 = 1 << 20;
+
+static MIGRATING: Mutex<()> = Mutex::new(());
+
+/// Held by the tests that migrate frames all along, so that two of them
+/// never share the two cores: their migrators and copy threads take most
+/// of the CPU, and the fault sampler's watch windows are wall-clock time.
+pub fn migrating_alone() -> std::sync::MutexGuard<'static, ()> {
+    MIGRATING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+pub fn tier(name: &str, size: u64) -> TierSpec {
+    format!("name={name},backend=memfd,size={}M", size / MIB)
+        .parse()
+        .unwrap()
+}
+
+/// A 512 MiB VM of 2 MiB frames on two memfd tiers, fast first.
+pub fn vm_config(
+    args: &str,
+    vcpus: u32,
+    dirty_log_tracking: bool,
+    migrator: MigratorKind,
+) -> VmConfig {
+    let memory = 512 * MIB;
+    VmConfig {
+        vcpus,
+        memory: guest_memory::MemoryConfig {
+            size: memory,
+            frame_size: 2 * MIB,
+            tiers: vec![tier("fast", memory), tier("slow", memory)],
+            placement: Placement::FastFirst,
+            ..Default::default()
+        },
+        payload: PayloadSource::Embedded,
+        args: args.into(),
+        timeout: Some(Duration::from_secs(120)),
+        dirty_log_tracking,
+        migration: MigrationConfig {
+            migrator,
+            ..Default::default()
+        },
+    }
+}
+
+/// How many frames the oracle's top-K holds.
+#[derive(Clone, Copy, Debug)]
+pub enum TopK {
+    /// A fixed K (the hot set of `hotset`).
+    Fixed(usize),
+    /// The frames above the largest drop in access probability (ratio of
+    /// neighbours) among the oracle's `2 × max` most accessed frames, at
+    /// least `min` of them: the hot set of a skewed distribution, where one
+    /// exists. Fails the test if that drop is less than `min_ratio`.
+    Gap {
+        min: usize,
+        max: usize,
+        min_ratio: f64,
+    },
+}
+
+impl TopK {
+    pub fn of(self, oracle: &Oracle) -> usize {
+        match self {
+            TopK::Fixed(k) => k,
+            TopK::Gap {
+                min,
+                max,
+                min_ratio,
+            } => {
+                let top = oracle.top_k(max + 1);
+                let p = |i: usize| oracle.access_probability(top[i]).unwrap();
+                let (k, ratio) = (min..=max)
+                    .map(|k| (k, p(k - 1) / p(k).max(f64::MIN_POSITIVE)))
+                    .max_by(|a, b| a.1.total_cmp(&b.1))
+                    .unwrap();
+                assert!(
+                    ratio >= min_ratio,
+                    "no clear hot set: best drop {ratio:.2} after {k} frames"
+                );
+                k
+            }
+        }
+    }
+}
+
+/// One tracking run.
+#[derive(Clone, Debug)]
+pub struct Run {
+    pub args: String,
+    pub vcpus: u32,
+    pub top: TopK,
+    pub interval: Duration,
+    pub migrator: MigratorKind,
+    pub tracker: TrackerKind,
+    pub fault: FaultSampleConfig,
+    /// The migrator moves `batch` random frames every `move_every`.
+    pub batch: usize,
+    pub move_every: Duration,
+    /// Heat half-life in intervals.
+    pub half_life: f64,
+}
+
+impl Run {
+    pub fn new(args: &str, tracker: TrackerKind, top: TopK) -> Self {
+        let interval = Duration::from_millis(200);
+        Run {
+            args: args.into(),
+            vcpus: 2,
+            top,
+            interval,
+            migrator: MigratorKind::None,
+            tracker,
+            fault: FaultSampleConfig {
+                interval,
+                ..Default::default()
+            },
+            batch: 8,
+            move_every: Duration::from_millis(10),
+            half_life: 1.0,
+        }
+    }
+}
+
+/// What a run measured.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Per interval: (phase, K, precision of the heat model's top-K).
+    pub precision: Vec<(u64, usize, f64)>,
+    /// Frames the migrator moved.
+    pub moved: usize,
+    /// The fault sampler's totals (`fault-sample` runs).
+    pub totals: Option<SamplerTotals>,
+    /// Intervals in which a frame had more pages accessed than observed
+    /// (a count taken twice).
+    pub overcounted: usize,
+    /// Frames never observed in the whole run.
+    pub never_observed: usize,
+}
+
+fn overcounted(s: &AccessSample) -> bool {
+    (0..s.frames()).any(|f| {
+        let observed = (s.observed_fraction(f).unwrap() * f64::from(s.pages_per_frame)).round();
+        f64::from(s.accessed[f]) > observed || s.dirty[f] > s.accessed[f].max(s.dirty[f])
+    })
+}
+
+fn random_moves(mem: &guest_memory::TieredMemory, rng: &mut u64, batch: usize) -> Vec<Move> {
+    (0..batch)
+        .map(|_| {
+            *rng ^= *rng << 13;
+            *rng ^= *rng >> 7;
+            *rng ^= *rng << 17;
+            let frame = (*rng % mem.frame_count() as u64) as usize;
+            Move {
+                frame,
+                to_tier: 1 - mem.location(frame).unwrap().tier,
+            }
+        })
+        .collect()
+}
+
+/// Runs the guest to its end while tracking.
+pub fn run(r: &Run) -> Outcome {
+    let config = vm_config(&r.args, r.vcpus, false, r.migrator);
+    let log: LogSink = Arc::new(|_, _| {});
+    let mut vm = Vm::with_trackers(&config, log, &[r.tracker]).unwrap();
+    let mem = vm.memory().clone();
+    // The fault sampler is built by hand to read its totals afterwards.
+    let mut sampler = (r.tracker == TrackerKind::FaultSample)
+        .then(|| FaultSampleTracker::new(mem.clone(), vm.guard().cloned(), r.fault).unwrap());
+    let mut other = match sampler {
+        Some(_) => None,
+        None => Some(vm.tracker(r.tracker, r.fault).unwrap()),
+    };
+    let tracker: &mut dyn AccessTracker = match (&mut sampler, &mut other) {
+        (Some(s), _) => s,
+        (None, Some(o)) => o.as_mut(),
+        (None, None) => unreachable!(),
+    };
+    let overcount = AtomicUsize::new(0);
+    let observed_ever = Mutex::new(vec![false; mem.frame_count()]);
+    let guard = vm.guard().cloned();
+    let state = vm.state().clone();
+    let ram: Vec<GpaRange> = mem
+        .regions()
+        .iter()
+        .map(|rg| GpaRange {
+            start: rg.gpa,
+            len: rg.len,
+        })
+        .collect();
+    let results = Mutex::new(Vec::new());
+    let done = AtomicBool::new(false);
+    let mover = vm.migrator().cloned();
+    let moved = AtomicUsize::new(0);
+    let end = std::thread::scope(|s| {
+        if let Some(m) = &mover {
+            let (mem, done, moved) = (&mem, &done, &moved);
+            s.spawn(move || {
+                let mut rng = 0x1234_5678_9abc_def1u64;
+                while !done.load(Ordering::Relaxed) {
+                    let report = m.migrate(&random_moves(mem, &mut rng, r.batch));
+                    moved.fetch_add(report.moved, Ordering::Relaxed);
+                    std::thread::sleep(r.move_every);
+                }
+            });
+        }
+        s.spawn(|| {
+            let mut heat = HeatModel::new(
+                mem.frame_count(),
+                512,
+                HeatConfig {
+                    half_life_secs: r.interval.as_secs_f64() * r.half_life,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(r.interval);
+                let sample = tracker.collect().unwrap();
+                heat.update(&sample).unwrap();
+                if overcounted(&sample) {
+                    overcount.fetch_add(1, Ordering::Relaxed);
+                }
+                for (f, seen) in observed_ever.lock().unwrap().iter_mut().enumerate() {
+                    *seen |= sample.observed_fraction(f).unwrap() > 0.0;
+                }
+                let Some(truth) = state.ground_truth().last().cloned() else {
+                    continue;
+                };
+                // A vCPU reported the phase: it is over (final checks).
+                if state.reports().iter().any(|rep| rep.phase == truth.phase) {
+                    continue;
+                }
+                let ranges: Vec<AccessRange> = truth
+                    .ranges
+                    .iter()
+                    .map(|t| AccessRange {
+                        gpa: t.gpa,
+                        len: t.len,
+                        weight: t.weight,
+                        write_fraction: t.write_fraction,
+                    })
+                    .collect();
+                let oracle = Oracle::new(&ram, 2 * MIB, &ranges).unwrap();
+                if std::env::var("TRACK_DEBUG").is_ok() && results.lock().unwrap().is_empty() {
+                    let top = oracle.top_k(40);
+                    let ps: Vec<String> = top
+                        .iter()
+                        .map(|&f| format!("{:.4}", oracle.access_probability(f).unwrap()))
+                        .collect();
+                    eprintln!("oracle top 40: {}", ps.join(" "));
+                }
+                let k = r.top.of(&oracle);
+                let p = precision_at_k(&oracle.top_k(k), &heat.hottest(k));
+                if std::env::var("TRACK_DEBUG").is_ok() {
+                    let top: std::collections::HashSet<usize> =
+                        oracle.top_k(k).into_iter().collect();
+                    let obs = |f: usize| sample.observed_fraction(f).unwrap() * 512.0;
+                    let (mut ho, mut ha, mut co, mut ca) = (0.0, 0.0, 0.0, 0.0);
+                    for f in 0..sample.frames() {
+                        if top.contains(&f) {
+                            ho += obs(f);
+                            ha += f64::from(sample.accessed[f]);
+                        } else {
+                            co += obs(f);
+                            ca += f64::from(sample.accessed[f]);
+                        }
+                    }
+                    eprintln!("k={k} p={p:.2} hot {ha}/{ho} cold {ca}/{co}");
+                }
+                results.lock().unwrap().push((truth.phase, k, p));
+            }
+        });
+        let end = vm.run(Duration::from_millis(100), &mut |_, _| {}).unwrap();
+        done.store(true, Ordering::Relaxed);
+        end
+    });
+    assert_eq!(
+        end,
+        VmEnd::Success,
+        "the guest verified its data and exited"
+    );
+    if std::env::var("TRACK_DEBUG").is_ok() {
+        let mops: f64 = state.reports().iter().map(|r| r.ops_per_sec()).sum::<f64>() / 1e6;
+        eprintln!("guest Mops/s summed over phase reports: {mops:.2}");
+        if let Some(g) = &guard {
+            eprintln!("minor faults resolved: {}", g.minor_faults());
+        }
+    }
+    if mover.is_some() {
+        mem.verify_backing().unwrap();
+    }
+    Outcome {
+        precision: results.into_inner().unwrap(),
+        moved: moved.load(Ordering::Relaxed),
+        totals: sampler.as_ref().map(FaultSampleTracker::totals),
+        overcounted: overcount.into_inner(),
+        never_observed: observed_ever
+            .into_inner()
+            .unwrap()
+            .iter()
+            .filter(|s| !**s)
+            .count(),
+    }
+}
+
+/// From the third interval of every phase on, precision is at least 0.9.
+pub fn assert_tracks(results: &[(u64, usize, f64)], phases: u64) {
+    for phase in 0..phases {
+        let ps: Vec<f64> = results
+            .iter()
+            .filter(|(p, _, _)| *p == phase)
+            .map(|&(_, _, p)| p)
+            .collect();
+        assert!(
+            ps.len() >= 4,
+            "phase {phase}: too few intervals: {results:?}"
+        );
+        assert!(
+            ps[2..].iter().all(|&p| p >= 0.9),
+            "phase {phase}: {results:?}"
+        );
+    }
+}
