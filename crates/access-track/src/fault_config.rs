@@ -73,7 +73,7 @@ pub struct FaultSampleConfig {
 }
 
 impl Default for FaultSampleConfig {
-    /// 4 pages per frame per 200 ms interval, 5 ms watch window, 10 ms
+    /// 4 pages per frame per 200 ms interval, 8 ms watch window, 10 ms
     /// rounds: what the KVM tests validate (see docs/tracking.md for what
     /// it costs, and why more pages per round is not better here).
     fn default() -> Self {
@@ -81,7 +81,7 @@ impl Default for FaultSampleConfig {
             budget: SampleBudget::PagesPerFrame(4),
             interval: Duration::from_millis(200),
             visit_pages: 4,
-            window: Duration::from_millis(5),
+            window: Duration::from_millis(8),
             round: Duration::from_millis(10),
             seed: 0x5a4d_504c_4552,
         }

@@ -167,7 +167,7 @@ fn assert_tracks(results: &[(u64, f64)], phases: u64) {
 /// the pre-copy migrator's harvests do not steal the tracker's bits.
 #[test]
 fn dirty_log_keeps_tracking_while_frames_migrate() {
-    let _alone = crate::rig::migrating_alone();
+    let _alone = crate::rig::alone();
     for migrator in [MigratorKind::Remap, MigratorKind::RemapPrecopy] {
         let r = precision_while_migrating(
             "hotset:size=384M,hot=32M,hot-frac=0.9,phases=2,seconds=1.5",
@@ -181,6 +181,7 @@ fn dirty_log_keeps_tracking_while_frames_migrate() {
 
 #[test]
 fn dirty_log_finds_the_hotset_hot_set_and_follows_it() {
+    let _alone = crate::rig::alone();
     let r = precision_per_interval(
         "hotset:size=384M,hot=32M,hot-frac=0.9,phases=3,seconds=1.5",
         16,
@@ -238,6 +239,7 @@ fn hot_share(args: &str) -> f64 {
 
 #[test]
 fn dirty_log_sees_writes_and_not_reads() {
+    let _alone = crate::rig::alone();
     assert!(
         hot_share("stream:size=128M,op=write,phases=1,seconds=1") > 0.9,
         "writes are seen"

