@@ -277,6 +277,7 @@ fn track_run(mops: f64, tracked: bool) -> RunMeasurement {
 pub fn sample_track_result() -> TrackResult {
     let mut settings = TrackSettings::new(true, None).unwrap();
     settings.repetitions = 3;
+    settings.trackers = vec!["none".to_owned(), "dirty-log".to_owned()];
     let workloads = [
         ("hotset", [98.0, 100.0, 102.0], [95.0, 94.0, 97.0]),
         ("zipf", [20.0, 19.0, 21.0], [19.9, 19.8, 20.0]),

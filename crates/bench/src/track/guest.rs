@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use access_track::{AccessTracker, TrackerError};
+use access_track::{AccessTracker, FaultSampleConfig, TrackerError, TrackerKind};
 use guest_memory::{BackendSpec, MemoryConfig, Placement, TierSpec};
 use tiering::{HeatConfig, HeatError, HeatModel};
 use vmm::guest_state::PhaseReport;
@@ -21,7 +21,7 @@ use vmm::vm::{PayloadSource, Vm, VmConfig, VmEnd, VmError};
 
 use super::cpu_time::thread_cpu_time;
 use super::settings::TrackSettings;
-use super::trackers::{AttachError, TrackerSpec};
+use super::trackers::TrackerSpec;
 
 /// How often the VM runner wakes while the guest runs.
 const TICK: Duration = Duration::from_millis(100);
@@ -38,7 +38,7 @@ pub enum RunError {
     Create(#[source] VmError),
     /// The tracker could not be attached.
     #[error("attach tracker")]
-    Attach(#[from] AttachError),
+    Attach(#[source] VmError),
     /// The collector thread could not start.
     #[error("start the collector thread")]
     Spawn(#[source] io::Error),
@@ -101,8 +101,8 @@ pub struct Collects {
     pub accessed_pages: u64,
 }
 
-/// The VM configuration of a run of `args` (before the tracker's
-/// `configure`).
+/// The VM configuration of a run of `args` (the tracker adds what it
+/// needs when the VM is created).
 pub fn vm_config(settings: &TrackSettings, args: &str) -> VmConfig {
     let seconds = f64::from(settings.phases) * settings.phase_seconds + SLACK_SECS;
     VmConfig {
@@ -137,10 +137,15 @@ pub fn run_once(
     tracker: &TrackerSpec,
     interval: Duration,
 ) -> Result<RunMeasurement, RunError> {
-    let mut config = vm_config(settings, args);
-    (tracker.configure)(&mut config);
-    let mut vm = Vm::new(&config, Arc::new(|_, _| {})).map_err(RunError::Create)?;
-    let attached = tracker.attach.map(|attach| attach(&vm)).transpose()?;
+    let config = vm_config(settings, args);
+    let kinds: Vec<TrackerKind> = tracker.kind.into_iter().collect();
+    let mut vm =
+        Vm::with_trackers(&config, Arc::new(|_, _| {}), &kinds).map_err(RunError::Create)?;
+    let attached = tracker
+        .kind
+        .map(|kind| vm.tracker(kind, FaultSampleConfig::default()))
+        .transpose()
+        .map_err(RunError::Attach)?;
     let done = AtomicBool::new(false);
     let done = &done;
     let (end, collects) = thread::scope(|scope| {

@@ -39,7 +39,7 @@ pub use result::{
     TrackerResult, WorkloadResult, format_guest, format_interval, format_percent, format_us,
 };
 pub use settings::{SettingsError, TARGET_MAX_SLOWDOWN, TrackSettings, Variant};
-pub use trackers::{Attach, AttachError, NONE, TRACKERS, TrackerSpec, tracker};
+pub use trackers::{NONE, TRACKERS, TrackerSpec, tracker};
 
 /// Why the track suite failed.
 #[derive(Debug, Error)]

@@ -263,9 +263,17 @@ mod tests {
         let labels: Vec<String> = full.variants().iter().map(Variant::label).collect();
         assert_eq!(
             labels,
-            ["none", "dirty-log every 200 ms", "dirty-log every 1000 ms"]
+            [
+                "none",
+                "dirty-log every 200 ms",
+                "dirty-log every 1000 ms",
+                "fault-sample every 200 ms",
+                "fault-sample every 1000 ms",
+                "combined every 200 ms",
+                "combined every 1000 ms"
+            ]
         );
-        assert_eq!(quick.variants().len(), 2);
+        assert_eq!(quick.variants().len(), 4);
     }
 
     #[test]
