@@ -16,6 +16,7 @@ mod kernel_pages;
 mod kernel_plan;
 pub mod remap;
 mod report;
+mod urgent;
 
 use std::fmt::Debug;
 

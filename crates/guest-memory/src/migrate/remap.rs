@@ -35,6 +35,7 @@ use super::bounce::BounceArea;
 use super::dirty::{DirtySource, GpaSpan, PAGE_SIZE};
 use super::faults::{FaultInjection, Step};
 use super::guard::WriteGuard;
+use super::urgent::Urgent;
 use super::{BatchReport, Migrator, Move};
 use crate::backend::BackendKind;
 use crate::placement::Location;
@@ -482,6 +483,8 @@ impl RemapMigrator {
     /// pages still dirty, `carried` plus what the final take reports),
     /// remaps, wakes and commits.
     fn final_phase(&self, moves: Vec<Planned>, mut carried: Vec<u64>, report: &mut BatchReport) {
+        // Writers may wait on this thread from here to the last wake.
+        let _urgent = Urgent::new();
         let frames: Vec<usize> = moves.iter().map(|m| m.frame).collect();
         let windows: Vec<(u64, u64)> = self.runs(&frames);
         self.guard.open_window(&windows);
@@ -545,6 +548,7 @@ impl RemapMigrator {
     /// old slot. Until that final remap the bounce area holds every frame's
     /// latest data, and each rollback restores the slots from it.
     fn exchange(&self, p: Pair, bounce: &BounceArea, report: &mut BatchReport) {
+        let _urgent = Urgent::new();
         let fs = self.frame_size();
         let (va, vb) = (self.view(p.a_at), self.view(p.b_at));
         let (ka, kb) = (bounce.view(0), bounce.view(1));
