@@ -10,37 +10,18 @@ use access_track::{FaultSampleConfig, SampleBudget, TrackerKind};
 use vmm::migration::MigratorKind;
 use vmm::vm::{Vm, VmEnd};
 
-use crate::rig::{Run, TopK, assert_tracks, run, vm_config};
-
-const HOTSET: &str = "hotset:size=384M,hot=32M,hot-frac=0.9,phases=2,seconds=1.5";
-
-/// zipf over 1 Mi records of 64 bytes (64 MiB, 32 frames) in a 384 MiB
-/// buffer: the scatter spreads popular records over the 32 record frames,
-/// which makes their probabilities nearly flat among themselves (0.019 to
-/// 0.099 here), so a top-K *inside* them is ill-defined; the 32 record
-/// frames against the 160 buffer frames no record lives in is a hot set
-/// with an unbounded probability ratio at K = 32 (docs/tracking.md). A
-/// phase re-keys the scatter: the hottest records move within the frames.
-const ZIPF: &str = "zipf:size=384M,items=1048576,theta=0.99,phases=2,seconds=1.5";
-
-fn zipf_top() -> TopK {
-    TopK::Gap {
-        min: 4,
-        max: 64,
-        min_ratio: 10.0,
-    }
-}
+use crate::rig::{HOTSET, Run, TopK, ZIPF, assert_tracks, run, vm_config, zipf_top};
 
 /// A sampled tracker's run: one vCPU (the sampler's watch windows are
 /// wall-clock time, and a vCPU descheduled for a window touches nothing),
-/// every frame visited four times per interval (4 pages each: a sample of
-/// a few pages is noisy), heat half-life two intervals (smooths that noise;
-/// the new hot set still leads three intervals after a shift).
+/// every frame visited six times per interval (4 pages each: a sample of
+/// a few pages is noisy), heat half-life 1.5 intervals (smooths that noise
+/// and still lets the new hot set lead three intervals after a shift).
 fn sampled_run(args: &str, tracker: TrackerKind, top: TopK) -> Run {
     let mut r = Run::new(args, tracker, top);
     r.vcpus = 1;
-    r.fault.budget = SampleBudget::PagesPerSecond(4 * 256 * 4 * 5);
-    r.half_life = 2.0;
+    r.fault.budget = SampleBudget::PagesPerSecond(6 * 256 * 4 * 5);
+    r.half_life = 1.5;
     r
 }
 

@@ -39,6 +39,27 @@ pub fn tier(name: &str, size: u64) -> TierSpec {
         .unwrap()
 }
 
+/// `hotset`: a 32 MiB hot set (16 frames) in a 384 MiB buffer, 90 % of
+/// the accesses, moving every phase.
+pub const HOTSET: &str = "hotset:size=384M,hot=32M,hot-frac=0.9,phases=2,seconds=1.5";
+
+/// zipf over 1 Mi records of 64 bytes (64 MiB, 32 frames) in a 384 MiB
+/// buffer: the scatter spreads popular records over the 32 record frames,
+/// which makes their probabilities nearly flat among themselves (0.019 to
+/// 0.099 here), so a top-K *inside* them is ill-defined; the 32 record
+/// frames against the 160 buffer frames no record lives in is a hot set
+/// with an unbounded probability ratio at K = 32 (docs/tracking.md). A
+/// phase re-keys the scatter: the hottest records move within the frames.
+pub const ZIPF: &str = "zipf:size=384M,items=1048576,theta=0.99,phases=2,seconds=1.5";
+
+pub fn zipf_top() -> TopK {
+    TopK::Gap {
+        min: 4,
+        max: 64,
+        min_ratio: 10.0,
+    }
+}
+
 /// A 512 MiB VM of 2 MiB frames on two memfd tiers, fast first.
 pub fn vm_config(
     args: &str,

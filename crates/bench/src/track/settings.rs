@@ -305,12 +305,7 @@ mod tests {
     #[test]
     fn description_names_sizes_and_method() {
         let text = TrackSettings::new(false, None).unwrap().describe();
-        for part in [
-            "1 GiB guest",
-            "2 vCPUs",
-            "hotset and zipf",
-            "every 200 ms",
-        ] {
+        for part in ["1 GiB guest", "2 vCPUs", "hotset and zipf", "every 200 ms"] {
             assert!(text.contains(part), "{part} missing from {text}");
         }
     }
