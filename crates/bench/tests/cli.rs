@@ -1,30 +1,17 @@
 //! End-to-end: `tierbench` run as a user runs it, on real memory, with a
 //! small batch so the whole suite takes a few seconds.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::num::NonZeroUsize;
-use std::path::PathBuf;
-use std::process::{Command, Output};
 use std::thread;
 
 use bench::report::BenchReport;
 use bench::suite::SuiteResult;
 
-fn tierbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tierbench"))
-        .args(args)
-        .output()
-        .expect("run tierbench")
-}
-
-/// A fresh directory for one test's files.
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("bench-cli-{name}"));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use common::{quick_suite, tierbench};
 
 /// The engine names the copy suite must report on this machine.
 fn expected_engines() -> BTreeSet<String> {
@@ -40,33 +27,11 @@ fn expected_engines() -> BTreeSet<String> {
 
 #[test]
 fn quick_copy_suite_writes_every_output() {
-    let dir = scratch("quick");
-    let (json, svg, md) = (dir.join("r.json"), dir.join("svg"), dir.join("r.md"));
-    let out = tierbench(&[
-        "copy",
-        "--quick",
-        "--bytes",
-        "4M",
-        "--json",
-        json.to_str().unwrap(),
-        "--svg",
-        svg.to_str().unwrap(),
-        "--markdown",
-        md.to_str().unwrap(),
-    ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
-
-    // Tables on stdout; stderr (not a terminal) holds no progress bar.
+    let (files, stdout) = quick_suite("copy", "cli-quick", &["--bytes", "4M"]);
+    let (json, svg, md) = (files.json, files.svg, files.md);
+    // Tables on stdout.
     assert!(stdout.contains("memcpy loop (baseline)"), "{stdout}");
     assert!(stdout.contains("× best parallel"));
-    for line in stderr.lines() {
-        assert!(
-            line.starts_with("wrote "),
-            "unexpected stderr line {line:?}"
-        );
-    }
 
     // JSON: parses, every engine on every range size, all bandwidths > 0.
     let report = BenchReport::from_json(&fs::read_to_string(&json).unwrap()).unwrap();

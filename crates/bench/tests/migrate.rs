@@ -3,63 +3,20 @@
 //! seconds. Timings are never asserted; the structure of the results and
 //! every verification are.
 
+mod common;
+
 use std::fs;
-use std::path::PathBuf;
-use std::process::{Command, Output};
 
 use bench::migrate::{GuestLoad, Leg, Protocol};
 use bench::report::BenchReport;
 use bench::suite::SuiteResult;
 
-fn tierbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tierbench"))
-        .args(args)
-        .output()
-        .expect("run tierbench")
-}
-
-/// A fresh directory for one test's files.
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("bench-migrate-{name}"));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn assert_success(out: &Output) {
-    assert!(
-        out.status.success(),
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // stderr (not a terminal) holds no progress bar.
-    for line in String::from_utf8_lossy(&out.stderr).lines() {
-        assert!(
-            line.starts_with("wrote "),
-            "unexpected stderr line {line:?}"
-        );
-    }
-}
+use common::{assert_success, quick_suite, scratch, tierbench};
 
 #[test]
 fn quick_migrate_suite_measures_and_verifies_every_scenario() {
-    let dir = scratch("quick");
-    let (json, svg, md) = (dir.join("r.json"), dir.join("svg"), dir.join("r.md"));
-    let out = tierbench(&[
-        "migrate",
-        "--quick",
-        "--bytes",
-        "64M",
-        "--json",
-        json.to_str().unwrap(),
-        "--svg",
-        svg.to_str().unwrap(),
-        "--markdown",
-        md.to_str().unwrap(),
-    ]);
-    assert_success(&out);
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (files, stdout) = quick_suite("migrate", "migrate-quick", &["--bytes", "64M"]);
+    let (json, svg, md) = (files.json, files.svg, files.md);
     assert!(stdout.contains("× best copy"), "{stdout}");
     assert!(stdout.contains("host-side"), "stall method is stated");
 

@@ -4,28 +4,15 @@
 //! results is: every workload with every tracker, finite numbers, every
 //! output file.
 
+mod common;
+
 use std::fs;
-use std::path::PathBuf;
-use std::process::{Command, Output};
 
 use bench::report::BenchReport;
 use bench::suite::SuiteResult;
 use bench::track::{NONE, TRACKERS};
 
-fn tierbench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tierbench"))
-        .args(args)
-        .output()
-        .expect("run tierbench")
-}
-
-/// A fresh directory for one test's files.
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("bench-track-{name}"));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use common::{quick_suite, tierbench};
 
 fn finite_positive(x: f64) -> bool {
     x.is_finite() && x > 0.0
@@ -33,30 +20,8 @@ fn finite_positive(x: f64) -> bool {
 
 #[test]
 fn quick_track_suite_reports_every_tracker_on_every_workload() {
-    let dir = scratch("quick");
-    let (json, svg, md) = (dir.join("r.json"), dir.join("svg"), dir.join("r.md"));
-    let out = tierbench(&[
-        "track",
-        "--quick",
-        "--bytes",
-        "128M",
-        "--json",
-        json.to_str().unwrap(),
-        "--svg",
-        svg.to_str().unwrap(),
-        "--markdown",
-        md.to_str().unwrap(),
-    ]);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    // stderr (not a terminal) holds no progress bar.
-    for line in stderr.lines() {
-        assert!(
-            line.starts_with("wrote "),
-            "unexpected stderr line {line:?}"
-        );
-    }
+    let (files, stdout) = quick_suite("track", "track-quick", &["--bytes", "128M"]);
+    let (json, svg, md) = (files.json, files.svg, files.md);
     assert!(stdout.contains("target: guest slowdown ≤ 3%"), "{stdout}");
 
     let report = BenchReport::from_json(&fs::read_to_string(&json).unwrap()).unwrap();
