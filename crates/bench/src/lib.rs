@@ -25,6 +25,7 @@ pub mod bandwidth;
 pub mod cli;
 pub mod copy;
 pub mod date;
+pub mod guest_size;
 pub mod invocation;
 pub mod machine;
 pub mod memory;

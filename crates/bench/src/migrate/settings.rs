@@ -7,6 +7,7 @@ use thiserror::Error;
 use vmm::migration::MigrationConfig;
 
 use crate::copy::{CopySettings, SettingsError as CopySettingsError};
+use crate::guest_size::{GuestSizeError, check_guest_size};
 use crate::size::format_size;
 
 /// Frame size of the benchmark VMs: the VMM's default, huge-page frames.
@@ -49,22 +50,9 @@ pub const SOAK_MAX_PAIRS: usize = 8;
 /// Why the settings were refused.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum SettingsError {
-    /// Guest RAM is not whole frames.
-    #[error("guest size {bytes} bytes is not a positive multiple of the {frame} byte frame")]
-    NotWholeFrames {
-        /// Guest RAM asked for.
-        bytes: u64,
-        /// Frame size.
-        frame: u64,
-    },
-    /// Guest RAM leaves no room for the frames to move.
-    #[error("guest size {bytes} bytes is below the {min} bytes needed")]
-    TooSmall {
-        /// Guest RAM asked for.
-        bytes: u64,
-        /// Smallest accepted.
-        min: u64,
-    },
+    /// The guest size was refused.
+    #[error(transparent)]
+    GuestSize(#[from] GuestSizeError),
     /// The copy reference could not be set up.
     #[error("copy reference")]
     Copy(#[from] CopySettingsError),
@@ -267,13 +255,7 @@ impl SoakSettings {
 pub const LEGS: usize = 3;
 
 fn check_guest(bytes: u64, frame: u64, min: u64) -> Result<(), SettingsError> {
-    if bytes == 0 || bytes % frame != 0 {
-        return Err(SettingsError::NotWholeFrames { bytes, frame });
-    }
-    if bytes < min {
-        return Err(SettingsError::TooSmall { bytes, min });
-    }
-    Ok(())
+    Ok(check_guest_size(bytes, frame, min)?)
 }
 
 /// The pool: the largest power of two of frames that fits above the
@@ -335,15 +317,19 @@ mod tests {
     fn bad_guest_sizes_are_refused() {
         assert!(matches!(
             MigrateSettings::new(true, Some((64 << 20) + 4096), 2),
-            Err(SettingsError::NotWholeFrames { .. })
+            Err(SettingsError::GuestSize(
+                GuestSizeError::NotWholeFrames { .. }
+            ))
         ));
         assert!(matches!(
             MigrateSettings::new(true, Some(0), 2),
-            Err(SettingsError::NotWholeFrames { .. })
+            Err(SettingsError::GuestSize(
+                GuestSizeError::NotWholeFrames { .. }
+            ))
         ));
         assert!(matches!(
             MigrateSettings::new(true, Some(16 << 20), 2),
-            Err(SettingsError::TooSmall { .. })
+            Err(SettingsError::GuestSize(GuestSizeError::TooSmall { .. }))
         ));
         assert!(matches!(
             MigrateSettings::new(true, None, 0),
@@ -366,7 +352,7 @@ mod tests {
         ));
         assert!(matches!(
             SoakSettings::new(100, Some(16 << 20)),
-            Err(SettingsError::TooSmall { .. })
+            Err(SettingsError::GuestSize(GuestSizeError::TooSmall { .. }))
         ));
     }
 

@@ -7,6 +7,7 @@ use thiserror::Error;
 use crate::size::format_size;
 
 use super::trackers::{NONE, TRACKERS};
+use crate::guest_size::{GuestSizeError, check_guest_size};
 
 /// Frame size of the benchmark VMs: the VMM's default, huge-page frames.
 pub const FRAME_SIZE: u64 = 2 << 20;
@@ -57,22 +58,9 @@ pub const TARGET_MAX_SLOWDOWN: f64 = 0.03;
 /// Why the settings were refused.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum SettingsError {
-    /// Guest RAM is not whole frames.
-    #[error("guest size {bytes} bytes is not a positive multiple of the {frame} byte frame")]
-    NotWholeFrames {
-        /// Guest RAM asked for.
-        bytes: u64,
-        /// Frame size.
-        frame: u64,
-    },
-    /// Guest RAM is too small for the payload and a buffer.
-    #[error("guest size {bytes} bytes is below the {min} bytes needed")]
-    TooSmall {
-        /// Guest RAM asked for.
-        bytes: u64,
-        /// Smallest accepted.
-        min: u64,
-    },
+    /// The guest size was refused.
+    #[error(transparent)]
+    GuestSize(#[from] GuestSizeError),
 }
 
 /// What the track suite measures.
@@ -112,18 +100,7 @@ impl TrackSettings {
     /// `guest_bytes` when given.
     pub fn new(quick: bool, guest_bytes: Option<u64>) -> Result<Self, SettingsError> {
         let guest = guest_bytes.unwrap_or(if quick { QUICK_GUEST } else { FULL_GUEST });
-        if guest == 0 || guest % FRAME_SIZE != 0 {
-            return Err(SettingsError::NotWholeFrames {
-                bytes: guest,
-                frame: FRAME_SIZE,
-            });
-        }
-        if guest < MIN_GUEST {
-            return Err(SettingsError::TooSmall {
-                bytes: guest,
-                min: MIN_GUEST,
-            });
-        }
+        check_guest_size(guest, FRAME_SIZE, MIN_GUEST)?;
         Ok(Self {
             guest_bytes: guest,
             frame_size: FRAME_SIZE,
@@ -290,15 +267,19 @@ mod tests {
     fn bad_guest_sizes_are_refused() {
         assert!(matches!(
             TrackSettings::new(true, Some((64 << 20) + 4096)),
-            Err(SettingsError::NotWholeFrames { .. })
+            Err(SettingsError::GuestSize(
+                GuestSizeError::NotWholeFrames { .. }
+            ))
         ));
         assert!(matches!(
             TrackSettings::new(true, Some(0)),
-            Err(SettingsError::NotWholeFrames { .. })
+            Err(SettingsError::GuestSize(
+                GuestSizeError::NotWholeFrames { .. }
+            ))
         ));
         assert!(matches!(
             TrackSettings::new(true, Some(32 << 20)),
-            Err(SettingsError::TooSmall { .. })
+            Err(SettingsError::GuestSize(GuestSizeError::TooSmall { .. }))
         ));
     }
 
