@@ -2,6 +2,11 @@
 //! feeding the heat model every interval, optionally a migrator moving
 //! random frames all along, and per interval the precision of the model's
 //! top-K against the oracle's top-K for the current phase.
+//!
+//! `TRACK_DEBUG=1 cargo test -p vmm --test tracking -- --nocapture` prints,
+//! per interval, K, the precision and the touched/observed pages of the
+//! true hot frames against the rest (what a failing precision check is
+//! made of).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
