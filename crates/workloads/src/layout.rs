@@ -41,6 +41,8 @@ pub(crate) struct HotsetPlan {
     /// multiple of it, else 4 KiB).
     pub align: u64,
     pub hot_frac: f64,
+    /// Whether the run checks that no increment was lost.
+    pub verify: bool,
 }
 
 /// Resolved zipf parameters.
@@ -185,6 +187,7 @@ impl Spec {
             hot_bytes,
             align,
             hot_frac: p.hot_frac,
+            verify: p.verify,
         })
     }
 

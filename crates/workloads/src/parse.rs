@@ -90,6 +90,7 @@ impl Spec {
         match (&mut self.workload, arg.key) {
             (Workload::Hotset(p), "hot") => p.hot = Some(arg.page_multiple()?),
             (Workload::Hotset(p), "hot-frac") => p.hot_frac = arg.fraction()?,
+            (Workload::Hotset(p), "verify") => p.verify = arg.flag()?,
             (Workload::Zipf(p), "items") => {
                 p.items = Some(arg.integer_in(1, u64::MAX, "must be at least 1")?);
             }
@@ -220,6 +221,14 @@ impl Arg<'_> {
         Ok(v)
     }
 
+    fn flag(&self) -> Result<bool, ParseError> {
+        match self.value {
+            "0" => Ok(false),
+            "1" => Ok(true),
+            _ => Err(self.out_of_range("must be 0 or 1")),
+        }
+    }
+
     fn stream_op(&self) -> Result<StreamOp, ParseError> {
         match self.value {
             "read" => Ok(StreamOp::Read),
@@ -247,7 +256,8 @@ mod tests {
             Spec {
                 workload: Workload::Hotset(HotsetParams {
                     hot: Some(32 << 20),
-                    hot_frac: 0.9
+                    hot_frac: 0.9,
+                    verify: false,
                 }),
                 size: Some(256 << 20),
                 phases: 3,
@@ -311,11 +321,40 @@ mod tests {
             "stream:op=write,phases=1",
             "memcheck:rounds=3",
             "hotset",
+            "hotset:verify=1,size=64M",
+            "hotset:verify=0",
         ] {
             let spec = Spec::parse(s).unwrap();
             let again = Spec::parse(&spec.to_string()).unwrap();
             assert_eq!(again, spec, "{s} -> {spec}");
         }
+    }
+
+    #[test]
+    fn hotset_verify_is_a_0_or_1_flag() {
+        let verify = |s: &str| match Spec::parse(s).unwrap().workload {
+            Workload::Hotset(p) => p.verify,
+            w => panic!("{w:?}"),
+        };
+        assert!(!verify("hotset"));
+        assert!(!verify("hotset:verify=0"));
+        assert!(verify("hotset:verify=1,hot-frac=0.5"));
+        // Shown in the canonical string only when on.
+        let on = Spec::parse("hotset:verify=1").unwrap().to_string();
+        assert!(on.ends_with(",hot-frac=0.9,verify=1"), "{on}");
+        let off = Spec::parse("hotset:verify=0").unwrap().to_string();
+        assert!(!off.contains("verify"), "{off}");
+        for junk in ["2", "true", "yes", "", "01", " 1", "-1"] {
+            assert_eq!(
+                err(&format!("hotset:verify={junk}")),
+                format!("hotset: verify={junk} out of range: must be 0 or 1")
+            );
+        }
+        assert_eq!(
+            err("hotset:verify=1,verify=0"),
+            "hotset: duplicate key verify"
+        );
+        assert!(err("memcheck:verify=1").contains("unknown key \"verify\""));
     }
 
     #[test]

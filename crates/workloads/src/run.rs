@@ -86,7 +86,7 @@ pub(crate) fn run_vcpu<P: Platform>(
             vcpu,
             spec,
             region,
-            &mut Hotset::new(region, plan, vcpu),
+            &mut Hotset::new(region, plan, vcpu)?,
         ),
         Plan::Zipf(plan) => {
             // Filled in place: the tables are too big to move on the stack.
@@ -126,7 +126,7 @@ pub(crate) fn run_vcpu<P: Platform>(
 }
 
 /// Words per 4 KiB page.
-const WORDS_PER_PAGE: usize = 512;
+pub(crate) const WORDS_PER_PAGE: usize = 512;
 
 /// Touches (writes, without changing) one word of every 4 KiB page of this
 /// vCPU's share of the buffer, so that first-touch page faults (host
@@ -196,6 +196,7 @@ mod tests {
         for spec in [
             "memcheck:phases=50,seconds=0.01",
             "hotset:phases=50,seconds=0.01",
+            "hotset:phases=50,seconds=0.01,verify=1",
             "memcheck:rounds=1000000",
         ] {
             let guest = FakeGuest::booted(4 << 20, 3, spec);

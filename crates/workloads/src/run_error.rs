@@ -31,6 +31,23 @@ pub enum RunError {
         /// The value read.
         got: u64,
     },
+    /// hotset with `verify`: the words of a vCPU's stripe do not add up to
+    /// the increments it made, so a write was lost (or a word changed).
+    LostWrites {
+        /// The vCPU whose stripe it is.
+        vcpu: u32,
+        /// Sum of the stripe's words (wrapping).
+        sum: u64,
+        /// Increments the vCPU made over all phases (wrapping).
+        increments: u64,
+    },
+    /// hotset with `verify` needs every vCPU to own a word of each page.
+    TooManyVcpusToVerify {
+        /// The vCPU count.
+        vcpus: u32,
+        /// The most vCPUs `verify` supports.
+        max: u32,
+    },
     /// The VMM did not accept a hypercall.
     Rejected {
         /// The operation.
@@ -74,7 +91,7 @@ impl RunError {
     /// The exit code the vCPU reports for this error.
     pub fn exit_code(&self) -> u64 {
         match self {
-            RunError::Corruption { .. } => EXIT_DATA_ERROR,
+            RunError::Corruption { .. } | RunError::LostWrites { .. } => EXIT_DATA_ERROR,
             RunError::Rejected { .. } => EXIT_HYPERCALL_REJECTED,
             _ => EXIT_SETUP_ERROR,
         }
@@ -93,6 +110,20 @@ impl fmt::Display for RunError {
                 f,
                 "memcheck: vcpu {vcpu} addr {gpa:#x} expected {expected:#x} got {got:#x}"
             ),
+            RunError::LostWrites {
+                vcpu,
+                sum,
+                increments,
+            } => write!(
+                f,
+                "hotset: vcpu {vcpu} lost writes: stripe sum {sum}, increments {increments}"
+            ),
+            RunError::TooManyVcpusToVerify { vcpus, max } => {
+                write!(
+                    f,
+                    "hotset: verify supports at most {max} vcpus, not {vcpus}"
+                )
+            }
             RunError::Rejected { op, status } => {
                 write!(f, "hypercall {op:?} rejected with status {status}")
             }
@@ -153,6 +184,21 @@ mod tests {
         );
         assert_eq!(e.exit_code(), EXIT_DATA_ERROR);
         assert_eq!(RunError::NoFreeMemory.exit_code(), EXIT_SETUP_ERROR);
+        let lost = RunError::LostWrites {
+            vcpu: 1,
+            sum: 41,
+            increments: 42,
+        };
+        assert_eq!(
+            lost.to_string(),
+            "hotset: vcpu 1 lost writes: stripe sum 41, increments 42"
+        );
+        assert_eq!(lost.exit_code(), EXIT_DATA_ERROR);
+        let many = RunError::TooManyVcpusToVerify {
+            vcpus: 600,
+            max: 512,
+        };
+        assert_eq!(many.exit_code(), EXIT_SETUP_ERROR);
         let r = RunError::Rejected {
             op: Op::Report,
             status: 2,

@@ -68,6 +68,10 @@ pub struct HotsetParams {
     /// Share of accesses that go to the hot subset (`hot-frac`, in
     /// `[0, 1]`); default 0.9.
     pub hot_frac: f64,
+    /// Whether each vCPU checks at the end that none of its increments was
+    /// lost (`verify`, `0` or `1`); default off. See
+    /// `docs/payload-abi.md`, hotset.
+    pub verify: bool,
 }
 
 /// `zipf` parameters.
@@ -133,7 +137,9 @@ pub struct MemcheckParams {
     pub rounds: u64,
 }
 
-const HOTSET_KEYS: &[&str] = &["size", "phases", "seconds", "seed", "hot", "hot-frac"];
+const HOTSET_KEYS: &[&str] = &[
+    "size", "phases", "seconds", "seed", "hot", "hot-frac", "verify",
+];
 const ZIPF_KEYS: &[&str] = &[
     "size",
     "phases",
@@ -156,6 +162,7 @@ impl Workload {
             "hotset" => Workload::Hotset(HotsetParams {
                 hot: None,
                 hot_frac: 0.9,
+                verify: false,
             }),
             "zipf" => Workload::Zipf(ZipfParams {
                 items: None,
@@ -255,7 +262,11 @@ impl fmt::Display for Spec {
                 if let Some(hot) = p.hot {
                     write!(f, ",hot={}", SizeArg(hot))?;
                 }
-                write!(f, ",hot-frac={}", p.hot_frac)
+                write!(f, ",hot-frac={}", p.hot_frac)?;
+                if p.verify {
+                    f.write_str(",verify=1")?;
+                }
+                Ok(())
             }
             Workload::Zipf(p) => {
                 if let Some(items) = p.items {
