@@ -3,15 +3,29 @@
 //! and migrators are traits it is handed, and it never sees the workload's
 //! ground truth.
 //!
-//! For now this crate holds the heat model ([`HeatModel`]): per frame, the
-//! decayed access evidence of tracker samples ([`AccessSample`]), an
-//! estimate of the frame's distinct hot 4 KiB pages, and a ranking.
+//! * [`HeatModel`]: per frame, the decayed access evidence of tracker
+//!   samples ([`AccessSample`]), an estimate of the frame's distinct hot
+//!   4 KiB pages, and a ranking.
+//! * [`TieringPolicy`]: the operator's knobs, validated as a whole.
+//! * [`planner`]: which frames to promote and demote this interval.
+//! * [`Engine`]: the per-VM thread that closes the loop (collect → heat →
+//!   plan → migrate → publish [`EngineStats`]) and runs live rebalances.
 
+mod engine;
+mod engine_loop;
 mod heat_config;
 mod heat_model;
+pub mod planner;
+pub mod policy;
 mod ranking;
+mod rate;
+mod rebalance;
+pub mod stats;
 pub mod synthetic;
 
 pub use access_track::{AccessSample, AccessTracker, Coverage, TrackerError, TrackerStatus};
+pub use engine::{Engine, EngineError, EngineParts, MAX_DEADLINE_MS, TrackerSource};
 pub use heat_config::{HeatConfig, HeatConfigError};
 pub use heat_model::{HeatError, HeatModel};
+pub use policy::{FastQuota, PinnedRange, PolicyError, PolicyLimits, Threshold, TieringPolicy};
+pub use stats::{EngineStats, FrameView, RebalanceProgress, RebalanceState};

@@ -1,0 +1,348 @@
+//! The planner: from heat and placement, which frames to promote and
+//! demote this interval. Pure (no threads, no memory), so every rule is
+//! unit-tested on its own.
+//!
+//! Order of business each interval:
+//! 1. **Quota**: frames above the quota's maximum are demoted, coldest
+//!    first (pinned frames never; frames still cooling down only when no
+//!    other frame is left), up to the forced budget.
+//! 2. **Promote** the hottest slow frames at or above the threshold,
+//!    hottest first, up to the promotion budget: freely up to the quota
+//!    less the headroom; beyond that only a candidate hotter than the
+//!    coldest fast frame by the hysteresis factor, into the headroom or —
+//!    quota full, exchange on — in exchange for that frame.
+//! 3. **Headroom**: if less than the headroom is free, demote the coldest
+//!    fast frames that are below the threshold.
+//! 4. **Minimum**: below the quota's minimum, promote the hottest slow
+//!    frames whatever their heat.
+
+use crate::policy::Threshold;
+
+/// Heat below which a frame has no evidence worth a promotion: about one
+/// 4 KiB page read once, decayed (heat units: `HeatConfig`).
+pub const HEAT_FLOOR: f64 = 1.0;
+
+/// One interval's view for the planner. Tier 0 is the fast tier; every
+/// other tier is slow.
+#[derive(Clone, Copy, Debug)]
+pub struct PlanInput<'a> {
+    /// Heat per frame.
+    pub heat: &'a [f64],
+    /// Tier per frame.
+    pub tier: &'a [usize],
+    /// Frames that never move.
+    pub pinned: &'a [bool],
+    /// Frames moved too recently to move again (quota enforcement aside).
+    pub cooling: &'a [bool],
+    /// Most frames on the fast tier.
+    pub quota_max: usize,
+    /// Fewest frames on the fast tier.
+    pub quota_min: usize,
+    /// Frames kept free under `quota_max`.
+    pub headroom: usize,
+    /// Most frames promoted (exchanges included).
+    pub promote_budget: usize,
+    /// Most frames demoted for headroom and exchanges.
+    pub demote_budget: usize,
+    /// Most frames demoted to bring the fast tier down to `quota_max`.
+    pub forced_budget: usize,
+    /// The threshold setting.
+    pub threshold: Threshold,
+    /// Exchange factor (`candidate > victim × (1 + hysteresis)`).
+    pub hysteresis: f64,
+    /// Whether exchanges are allowed.
+    pub exchange: bool,
+}
+
+/// What to move this interval.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Plan {
+    /// Frames to the fast tier, hottest first.
+    pub promote: Vec<usize>,
+    /// Frames off the fast tier.
+    pub demote: Vec<usize>,
+    /// `(promoted, demoted)` pairs among the above that swap places.
+    pub exchanges: Vec<(usize, usize)>,
+    /// The threshold used.
+    pub threshold: f64,
+    /// Slow frames above the threshold before the budget cut them.
+    pub candidates: usize,
+    /// Frames demoted because the fast tier was over quota.
+    pub forced: usize,
+}
+
+/// The threshold and the promotion candidates above it (hottest first, at
+/// most `promote_budget`), and how many passed before the cut.
+fn candidates(input: &PlanInput<'_>) -> (f64, Vec<usize>, usize) {
+    let movable_slow = |f: usize| input.tier[f] != 0 && !input.pinned[f] && !input.cooling[f];
+    let base = match input.threshold {
+        Threshold::Manual { heat } => heat,
+        Threshold::Auto => {
+            // The coldest frame the quota (less the headroom) would hold
+            // if it held the hottest frames.
+            let target = input
+                .quota_max
+                .saturating_sub(input.headroom)
+                .saturating_sub(pinned_fast(input));
+            let mut heats: Vec<f64> = (0..input.heat.len())
+                .filter(|&f| !input.pinned[f])
+                .map(|f| input.heat[f])
+                .collect();
+            let boundary = if target == 0 {
+                f64::INFINITY
+            } else if target >= heats.len() {
+                0.0
+            } else {
+                let (_, nth, _) = heats.select_nth_unstable_by(target - 1, |a, b| b.total_cmp(a));
+                *nth
+            };
+            boundary.max(HEAT_FLOOR)
+        }
+    };
+    let mut above: Vec<usize> = (0..input.heat.len())
+        .filter(|&f| movable_slow(f) && input.heat[f] >= base)
+        .collect();
+    above.sort_unstable_by(|&a, &b| input.heat[b].total_cmp(&input.heat[a]));
+    let passed = above.len();
+    let mut threshold = base;
+    if passed > input.promote_budget {
+        // Auto: raised until the candidates fit the rate limit.
+        if input.threshold == Threshold::Auto {
+            threshold = input.heat[above[input.promote_budget]];
+        }
+        above.truncate(input.promote_budget);
+    }
+    (threshold, above, passed)
+}
+
+fn pinned_fast(input: &PlanInput<'_>) -> usize {
+    (0..input.tier.len())
+        .filter(|&f| input.tier[f] == 0 && input.pinned[f])
+        .count()
+}
+
+/// Plans one interval.
+pub fn plan(input: &PlanInput<'_>) -> Plan {
+    let frames = input.heat.len();
+    let mut plan = Plan::default();
+    let mut fast: Vec<usize> = (0..frames)
+        .filter(|&f| input.tier[f] == 0 && !input.pinned[f])
+        .collect();
+    // Coldest first, frames still cooling after all others.
+    fast.sort_unstable_by(|&a, &b| {
+        (input.cooling[a], input.heat[a])
+            .partial_cmp(&(input.cooling[b], input.heat[b]))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let mut victims = fast.into_iter().peekable();
+    let mut used = (0..frames).filter(|&f| input.tier[f] == 0).count();
+
+    // 1. Quota.
+    while used > input.quota_max && plan.forced < input.forced_budget {
+        let Some(v) = victims.next() else { break };
+        plan.demote.push(v);
+        plan.forced += 1;
+        used -= 1;
+    }
+
+    // 2. Promotions.
+    let (threshold, hot, passed) = candidates(input);
+    plan.threshold = threshold;
+    plan.candidates = passed;
+    let mut demote_left = input.demote_budget;
+    let fill_to = input.quota_max.saturating_sub(input.headroom);
+    for c in hot {
+        if used < fill_to {
+            plan.promote.push(c);
+            used += 1;
+            continue;
+        }
+        // Past the fill line a promotion displaces a fast frame, now (an
+        // exchange) or soon (headroom restored): only past the hysteresis.
+        let beats = |v: usize| {
+            !input.cooling[v] && input.heat[c] > input.heat[v] * (1.0 + input.hysteresis)
+        };
+        let Some(&v) = victims.peek() else { break };
+        if !beats(v) {
+            break;
+        }
+        if used < input.quota_max {
+            plan.promote.push(c);
+            used += 1;
+            continue;
+        }
+        if !input.exchange || demote_left == 0 {
+            break;
+        }
+        victims.next();
+        plan.promote.push(c);
+        plan.demote.push(v);
+        plan.exchanges.push((c, v));
+        demote_left -= 1;
+    }
+
+    // 3. Headroom.
+    let free = input.quota_max.saturating_sub(used);
+    let mut short = input.headroom.saturating_sub(free).min(demote_left);
+    while short > 0 {
+        let Some(&v) = victims.peek() else { break };
+        if input.cooling[v] || input.heat[v] >= threshold {
+            break;
+        }
+        victims.next();
+        plan.demote.push(v);
+        used -= 1;
+        short -= 1;
+    }
+
+    // 4. Minimum.
+    if used < input.quota_min {
+        let promoted: std::collections::HashSet<usize> = plan.promote.iter().copied().collect();
+        let mut slow: Vec<usize> = (0..frames)
+            .filter(|&f| {
+                input.tier[f] != 0
+                    && !input.pinned[f]
+                    && !input.cooling[f]
+                    && !promoted.contains(&f)
+            })
+            .collect();
+        slow.sort_unstable_by(|&a, &b| input.heat[b].total_cmp(&input.heat[a]));
+        let room =
+            (input.quota_min - used).min(input.promote_budget.saturating_sub(plan.promote.len()));
+        plan.promote.extend(slow.into_iter().take(room));
+    }
+    plan
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Case {
+        heat: Vec<f64>,
+        tier: Vec<usize>,
+        pinned: Vec<bool>,
+        cooling: Vec<bool>,
+    }
+
+    impl Case {
+        fn new(heat: &[f64], tier: &[usize]) -> Self {
+            Case {
+                heat: heat.to_vec(),
+                tier: tier.to_vec(),
+                pinned: vec![false; heat.len()],
+                cooling: vec![false; heat.len()],
+            }
+        }
+
+        fn input(&self, quota_max: usize) -> PlanInput<'_> {
+            PlanInput {
+                heat: &self.heat,
+                tier: &self.tier,
+                pinned: &self.pinned,
+                cooling: &self.cooling,
+                quota_max,
+                quota_min: 0,
+                headroom: 0,
+                promote_budget: 100,
+                demote_budget: 100,
+                forced_budget: 100,
+                threshold: Threshold::Auto,
+                hysteresis: 0.5,
+                exchange: true,
+            }
+        }
+    }
+
+    #[test]
+    fn hot_slow_frames_fill_free_quota_hottest_first() {
+        let c = Case::new(&[0.0, 50.0, 100.0, 20.0], &[1, 1, 1, 1]);
+        let p = plan(&c.input(2));
+        assert_eq!(p.promote, vec![2, 1]);
+        assert!(p.demote.is_empty());
+    }
+
+    #[test]
+    fn full_quota_exchanges_only_past_the_hysteresis() {
+        // Fast: frames 0 (heat 10) and 1 (heat 40); slow: 2 (100), 3 (50).
+        let c = Case::new(&[10.0, 40.0, 100.0, 50.0], &[0, 0, 1, 1]);
+        let mut input = c.input(2);
+        input.threshold = Threshold::Manual { heat: 5.0 };
+        let p = plan(&input);
+        // 100 > 10 × 1.5 swaps; 50 > 40 × 1.5 does not.
+        assert_eq!(p.exchanges, vec![(2, 0)]);
+        assert_eq!((p.promote, p.demote), (vec![2], vec![0]));
+        input.exchange = false;
+        assert_eq!(
+            plan(&input),
+            Plan {
+                threshold: 5.0,
+                candidates: 2,
+                ..Plan::default()
+            }
+        );
+    }
+
+    #[test]
+    fn a_settled_placement_stays_put() {
+        // The two hottest frames are fast; the rest is colder than them by
+        // less than nothing: no candidate passes the auto threshold.
+        let c = Case::new(&[90.0, 80.0, 70.0, 75.0, 10.0], &[0, 0, 1, 1, 1]);
+        let p = plan(&c.input(2));
+        assert!(p.promote.is_empty() && p.demote.is_empty(), "{p:?}");
+        assert_eq!(p.threshold, 80.0);
+    }
+
+    #[test]
+    fn over_quota_demotes_coldest_and_spares_pinned_and_cooling() {
+        let mut c = Case::new(&[1.0, 2.0, 3.0, 4.0], &[0, 0, 0, 0]);
+        c.pinned[0] = true;
+        c.cooling[1] = true;
+        let p = plan(&c.input(2));
+        // Two over: the coldest frames not cooling; frame 0 is pinned.
+        assert_eq!(p.demote, vec![2, 3]);
+        assert_eq!(p.forced, 2);
+        // Three over: the cooling frame 1 too, as nothing else is left.
+        assert_eq!(plan(&c.input(1)).demote, vec![2, 3, 1]);
+        let mut limited = c.input(1);
+        limited.forced_budget = 1;
+        assert_eq!(plan(&limited).demote, vec![2]);
+    }
+
+    #[test]
+    fn the_rate_budget_raises_the_auto_threshold() {
+        let c = Case::new(&[10.0, 20.0, 30.0, 40.0, 50.0], &[1, 1, 1, 1, 1]);
+        let mut input = c.input(5);
+        input.promote_budget = 2;
+        let p = plan(&input);
+        assert_eq!(p.promote, vec![4, 3]);
+        assert_eq!(p.candidates, 5);
+        assert_eq!(p.threshold, 30.0);
+    }
+
+    #[test]
+    fn headroom_demotes_frames_below_the_threshold() {
+        let c = Case::new(&[5.0, 200.0, 300.0, 0.0], &[0, 0, 0, 1]);
+        let mut input = c.input(3);
+        input.headroom = 1;
+        input.threshold = Threshold::Manual { heat: 100.0 };
+        assert_eq!(plan(&input).demote, vec![0]);
+        input.threshold = Threshold::Manual { heat: 1.0 };
+        assert!(plan(&input).demote.is_empty());
+    }
+
+    #[test]
+    fn the_minimum_promotes_whatever_is_hottest() {
+        let c = Case::new(&[0.0, 0.5, 0.2], &[1, 1, 1]);
+        let mut input = c.input(3);
+        input.quota_min = 2;
+        assert_eq!(plan(&input).promote, vec![1, 2]);
+    }
+
+    #[test]
+    fn pinned_slow_frames_are_never_promoted() {
+        let mut c = Case::new(&[100.0, 90.0], &[1, 1]);
+        c.pinned[0] = true;
+        assert_eq!(plan(&c.input(2)).promote, vec![1]);
+    }
+}

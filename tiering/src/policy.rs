@@ -1,0 +1,532 @@
+//! A VM's tiering policy: the operator's knobs, their JSON form and their
+//! validation as a whole against the VM they are meant for.
+//!
+//! A policy is checked before it takes effect and either applies in full
+//! or not at all ([`TieringPolicy::validate`]); `docs/policy.md` explains
+//! every knob.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::heat_config::{HeatConfig, HeatConfigError};
+
+/// Shortest engine interval.
+pub const MIN_INTERVAL_MS: u64 = 10;
+/// Longest engine interval.
+pub const MAX_INTERVAL_MS: u64 = 60_000;
+/// Highest rate limit accepted, in MB/s (1 TB/s: a typo guard, not a
+/// hardware limit).
+pub const MAX_RATE_MBPS: f64 = 1_000_000.0;
+/// Most pinned ranges per policy.
+pub const MAX_PINS: usize = 64;
+
+/// Errors of a policy: what is wrong, naming the field.
+#[derive(Debug, Error, PartialEq)]
+pub enum PolicyError {
+    /// `fast_quota.min_bytes` above `fast_quota.max_bytes`.
+    #[error("fast_quota: min_bytes {min} above max_bytes {max}")]
+    QuotaOrder {
+        /// The minimum.
+        min: u64,
+        /// The maximum.
+        max: u64,
+    },
+    /// `fast_quota.max_bytes` above what the fast tier holds.
+    #[error("fast_quota: max_bytes {max} above the fast tier's capacity of {capacity} bytes")]
+    QuotaAboveCapacity {
+        /// The maximum asked for.
+        max: u64,
+        /// The fast tier's capacity.
+        capacity: u64,
+    },
+    /// The quota leaves no room for the frames pinned on the fast tier.
+    #[error("fast_quota: max_bytes {max} below the {pinned} bytes pinned on the fast tier")]
+    QuotaBelowPinned {
+        /// The maximum asked for.
+        max: u64,
+        /// Bytes of pinned frames on the fast tier.
+        pinned: u64,
+    },
+    /// The headroom is not below the quota.
+    #[error("headroom_bytes {headroom} must be below fast_quota.max_bytes {max}")]
+    Headroom {
+        /// The headroom asked for.
+        headroom: u64,
+        /// The quota.
+        max: u64,
+    },
+    /// A rate limit is not a positive finite number up to [`MAX_RATE_MBPS`].
+    #[error("{field}: {value} is not a rate in (0, {MAX_RATE_MBPS}] MB/s")]
+    Rate {
+        /// `promote_rate_mbps` or `demote_rate_mbps`.
+        field: &'static str,
+        /// The value given.
+        value: f64,
+    },
+    /// A manual threshold is not a finite number ≥ 0.
+    #[error("threshold.heat: {0} is not a finite heat >= 0")]
+    Threshold(f64),
+    /// The hysteresis is not in `[0, 10]`.
+    #[error("hysteresis: {0} not in [0, 10]")]
+    Hysteresis(f64),
+    /// The interval is out of range.
+    #[error("interval_ms: {0} not in {MIN_INTERVAL_MS}..={MAX_INTERVAL_MS}")]
+    Interval(u64),
+    /// The heat settings are invalid.
+    #[error("heat: {0}")]
+    Heat(#[source] HeatConfigError),
+    /// The tracker is not one this VM offers.
+    #[error("tracker: unknown tracker '{name}' (this VM offers: {offered})")]
+    UnknownTracker {
+        /// The name given.
+        name: String,
+        /// The names the VM offers, comma-separated.
+        offered: String,
+    },
+    /// Too many pinned ranges.
+    #[error("pinned: {0} ranges, at most {MAX_PINS}")]
+    TooManyPins(usize),
+    /// A pinned range is empty, wraps, or lies outside guest RAM.
+    #[error("pinned[{index}]: [{gpa:#x}, +{len:#x}) is empty or not inside guest RAM")]
+    PinOutside {
+        /// Position in `pinned`.
+        index: usize,
+        /// Start.
+        gpa: u64,
+        /// Length.
+        len: u64,
+    },
+    /// Two pinned ranges overlap.
+    #[error("pinned[{first}] and pinned[{second}] overlap")]
+    PinsOverlap {
+        /// Position of one range.
+        first: usize,
+        /// Position of the other.
+        second: usize,
+    },
+}
+
+/// The fast-tier quota of a VM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FastQuota {
+    /// Fast-tier bytes the VM keeps even when its frames are cold (a
+    /// reservation); the engine promotes the hottest frames up to it.
+    #[serde(default)]
+    pub min_bytes: u64,
+    /// Fast-tier bytes the VM may use at most.
+    pub max_bytes: u64,
+}
+
+/// How the hot threshold is set.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Threshold {
+    /// Recomputed every interval: the heat of the coldest frame the quota
+    /// (less the headroom) would hold if it held the hottest frames,
+    /// raised further when more slow frames pass it than the promotion
+    /// rate limit lets through.
+    Auto,
+    /// A fixed heat a frame must exceed to be promoted.
+    Manual {
+        /// The heat (units: [`HeatConfig`]).
+        heat: f64,
+    },
+}
+
+/// A guest-physical range whose frames never move (e.g. memory a device
+/// DMAs to). A frame partly inside is pinned whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PinnedRange {
+    /// First guest-physical byte.
+    pub gpa: u64,
+    /// Length in bytes (> 0).
+    pub len: u64,
+}
+
+impl PinnedRange {
+    /// The end (exclusive), `None` if it overflows.
+    pub fn end(&self) -> Option<u64> {
+        self.gpa.checked_add(self.len)
+    }
+}
+
+/// The heat model's settings as the policy spells them.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HeatSettings {
+    /// Weight of a 4 KiB page seen read.
+    pub read_weight: f64,
+    /// Weight of a 4 KiB page seen written.
+    pub write_weight: f64,
+    /// Milliseconds after which evidence counts half.
+    pub half_life_ms: u64,
+}
+
+impl Default for HeatSettings {
+    fn default() -> Self {
+        HeatSettings {
+            read_weight: 1.0,
+            write_weight: 2.0,
+            half_life_ms: 1000,
+        }
+    }
+}
+
+impl HeatSettings {
+    /// The heat model's form.
+    pub fn config(&self) -> HeatConfig {
+        HeatConfig {
+            read_weight: self.read_weight,
+            write_weight: self.write_weight,
+            half_life_secs: self.half_life_ms as f64 / 1000.0,
+        }
+    }
+}
+
+/// Everything the engine does for one VM, changeable while the VM runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TieringPolicy {
+    /// The access tracker, by name.
+    #[serde(default = "default_tracker")]
+    pub tracker: String,
+    /// Engine interval in milliseconds.
+    #[serde(default = "default_interval_ms")]
+    pub interval_ms: u64,
+    /// Fast-tier quota.
+    pub fast_quota: FastQuota,
+    /// Most MB/s (10^6 bytes) promoted.
+    #[serde(default = "default_rate")]
+    pub promote_rate_mbps: f64,
+    /// Most MB/s demoted (quota enforcement may exceed it to meet a
+    /// rebalance deadline).
+    #[serde(default = "default_rate")]
+    pub demote_rate_mbps: f64,
+    /// The hot threshold.
+    #[serde(default = "default_threshold")]
+    pub threshold: Threshold,
+    /// Fast-tier bytes kept free under the quota, so promotions need not
+    /// wait for demotions.
+    #[serde(default)]
+    pub headroom_bytes: u64,
+    /// A slow frame displaces a fast one only if its heat exceeds the fast
+    /// one's by this factor (`heat > victim × (1 + hysteresis)`).
+    #[serde(default = "default_hysteresis")]
+    pub hysteresis: f64,
+    /// A frame moved is not moved again for this long (quota enforcement
+    /// aside).
+    #[serde(default = "default_min_residency_ms")]
+    pub min_residency_ms: u64,
+    /// Swap a hot slow frame with a cold fast one when the quota is full.
+    #[serde(default = "default_true")]
+    pub exchange: bool,
+    /// Guest-physical ranges that never move.
+    #[serde(default)]
+    pub pinned: Vec<PinnedRange>,
+    /// Heat model settings.
+    #[serde(default)]
+    pub heat: HeatSettings,
+}
+
+fn default_tracker() -> String {
+    "dirty-log".into()
+}
+
+fn default_interval_ms() -> u64 {
+    200
+}
+
+fn default_rate() -> f64 {
+    256.0
+}
+
+fn default_threshold() -> Threshold {
+    Threshold::Auto
+}
+
+fn default_hysteresis() -> f64 {
+    0.5
+}
+
+fn default_min_residency_ms() -> u64 {
+    2000
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// What a policy is validated against: the VM it is for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PolicyLimits {
+    /// Bytes of one frame.
+    pub frame_size: u64,
+    /// The fast tier's capacity in bytes.
+    pub fast_capacity: u64,
+    /// Guest RAM ranges, `(gpa, len)`.
+    pub ram: Vec<(u64, u64)>,
+    /// Trackers the VM offers, by name.
+    pub trackers: Vec<String>,
+}
+
+impl TieringPolicy {
+    /// The default policy with a fast-tier quota of `max_bytes`.
+    pub fn with_quota(max_bytes: u64) -> Self {
+        TieringPolicy {
+            tracker: default_tracker(),
+            interval_ms: default_interval_ms(),
+            fast_quota: FastQuota {
+                min_bytes: 0,
+                max_bytes,
+            },
+            promote_rate_mbps: default_rate(),
+            demote_rate_mbps: default_rate(),
+            threshold: default_threshold(),
+            headroom_bytes: 0,
+            hysteresis: default_hysteresis(),
+            min_residency_ms: default_min_residency_ms(),
+            exchange: true,
+            pinned: Vec::new(),
+            heat: HeatSettings::default(),
+        }
+    }
+
+    /// The engine interval.
+    pub fn interval(&self) -> Duration {
+        Duration::from_millis(self.interval_ms)
+    }
+
+    /// Checks every field and their combination against `limits`, first
+    /// error wins. Pins are checked against RAM here; against the fast
+    /// tier's contents when the engine applies the policy.
+    pub fn validate(&self, limits: &PolicyLimits) -> Result<(), PolicyError> {
+        if !limits.trackers.contains(&self.tracker) {
+            return Err(PolicyError::UnknownTracker {
+                name: self.tracker.clone(),
+                offered: limits.trackers.join(", "),
+            });
+        }
+        if !(MIN_INTERVAL_MS..=MAX_INTERVAL_MS).contains(&self.interval_ms) {
+            return Err(PolicyError::Interval(self.interval_ms));
+        }
+        let FastQuota {
+            min_bytes: min,
+            max_bytes: max,
+        } = self.fast_quota;
+        if min > max {
+            return Err(PolicyError::QuotaOrder { min, max });
+        }
+        if max > limits.fast_capacity {
+            return Err(PolicyError::QuotaAboveCapacity {
+                max,
+                capacity: limits.fast_capacity,
+            });
+        }
+        if self.headroom_bytes > 0 && self.headroom_bytes >= max {
+            return Err(PolicyError::Headroom {
+                headroom: self.headroom_bytes,
+                max,
+            });
+        }
+        for (field, value) in [
+            ("promote_rate_mbps", self.promote_rate_mbps),
+            ("demote_rate_mbps", self.demote_rate_mbps),
+        ] {
+            if !(value.is_finite() && value > 0.0 && value <= MAX_RATE_MBPS) {
+                return Err(PolicyError::Rate { field, value });
+            }
+        }
+        if let Threshold::Manual { heat } = self.threshold
+            && !(heat.is_finite() && heat >= 0.0)
+        {
+            return Err(PolicyError::Threshold(heat));
+        }
+        if !(self.hysteresis.is_finite() && (0.0..=10.0).contains(&self.hysteresis)) {
+            return Err(PolicyError::Hysteresis(self.hysteresis));
+        }
+        self.heat.config().validate().map_err(PolicyError::Heat)?;
+        self.validate_pins(&limits.ram)
+    }
+
+    fn validate_pins(&self, ram: &[(u64, u64)]) -> Result<(), PolicyError> {
+        if self.pinned.len() > MAX_PINS {
+            return Err(PolicyError::TooManyPins(self.pinned.len()));
+        }
+        for (index, pin) in self.pinned.iter().enumerate() {
+            let inside = pin.len > 0
+                && pin.end().is_some_and(|end| {
+                    ram.iter()
+                        .any(|&(gpa, len)| pin.gpa >= gpa && end <= gpa.saturating_add(len))
+                });
+            if !inside {
+                return Err(PolicyError::PinOutside {
+                    index,
+                    gpa: pin.gpa,
+                    len: pin.len,
+                });
+            }
+        }
+        for (first, a) in self.pinned.iter().enumerate() {
+            for (offset, b) in self.pinned[first + 1..].iter().enumerate() {
+                // Both ends exist: checked above.
+                let (a_end, b_end) = (a.gpa + a.len, b.gpa + b.len);
+                if a.gpa < b_end && b.gpa < a_end {
+                    return Err(PolicyError::PinsOverlap {
+                        first,
+                        second: first + 1 + offset,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    fn limits() -> PolicyLimits {
+        PolicyLimits {
+            frame_size: 2 * MIB,
+            fast_capacity: 128 * MIB,
+            ram: vec![(0, 512 * MIB)],
+            trackers: vec!["dirty-log".into(), "fault-sample".into()],
+        }
+    }
+
+    fn valid() -> TieringPolicy {
+        TieringPolicy::with_quota(64 * MIB)
+    }
+
+    fn rejects(change: impl FnOnce(&mut TieringPolicy)) -> PolicyError {
+        let mut p = valid();
+        change(&mut p);
+        p.validate(&limits()).unwrap_err()
+    }
+
+    #[test]
+    fn default_policy_is_valid() {
+        valid().validate(&limits()).unwrap();
+    }
+
+    #[test]
+    fn quota_must_be_ordered_and_fit_the_tier() {
+        assert_eq!(
+            rejects(|p| p.fast_quota.max_bytes = 256 * MIB),
+            PolicyError::QuotaAboveCapacity {
+                max: 256 * MIB,
+                capacity: 128 * MIB
+            }
+        );
+        assert!(matches!(
+            rejects(|p| p.fast_quota.min_bytes = 100 * MIB),
+            PolicyError::QuotaOrder { .. }
+        ));
+        assert!(matches!(
+            rejects(|p| p.headroom_bytes = 64 * MIB),
+            PolicyError::Headroom { .. }
+        ));
+    }
+
+    #[test]
+    fn rates_must_be_positive_and_finite() {
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 2e6] {
+            assert!(matches!(
+                rejects(|p| p.promote_rate_mbps = bad),
+                PolicyError::Rate {
+                    field: "promote_rate_mbps",
+                    ..
+                }
+            ));
+            assert!(matches!(
+                rejects(|p| p.demote_rate_mbps = bad),
+                PolicyError::Rate {
+                    field: "demote_rate_mbps",
+                    ..
+                }
+            ));
+        }
+    }
+
+    #[test]
+    fn unknown_tracker_names_the_offered_ones() {
+        let e = rejects(|p| p.tracker = "a-bits".into());
+        assert_eq!(
+            e.to_string(),
+            "tracker: unknown tracker 'a-bits' (this VM offers: dirty-log, fault-sample)"
+        );
+    }
+
+    #[test]
+    fn pins_must_be_inside_ram_and_disjoint() {
+        let pin = |gpa, len| PinnedRange { gpa, len };
+        assert!(matches!(
+            rejects(|p| p.pinned = vec![pin(0, 0)]),
+            PolicyError::PinOutside { index: 0, .. }
+        ));
+        assert!(matches!(
+            rejects(|p| p.pinned = vec![pin(510 * MIB, 4 * MIB)]),
+            PolicyError::PinOutside { .. }
+        ));
+        assert!(matches!(
+            rejects(|p| p.pinned = vec![pin(u64::MAX - 1, 4)]),
+            PolicyError::PinOutside { .. }
+        ));
+        assert_eq!(
+            rejects(|p| p.pinned = vec![pin(0, 4 * MIB), pin(8 * MIB, MIB), pin(3 * MIB, MIB)]),
+            PolicyError::PinsOverlap {
+                first: 0,
+                second: 2
+            }
+        );
+        let mut ok = valid();
+        ok.pinned = vec![pin(0, 4 * MIB), pin(4 * MIB, 4 * MIB)];
+        ok.validate(&limits()).unwrap();
+    }
+
+    #[test]
+    fn other_fields_are_range_checked() {
+        assert_eq!(rejects(|p| p.interval_ms = 0), PolicyError::Interval(0));
+        assert_eq!(
+            rejects(|p| p.hysteresis = -0.1),
+            PolicyError::Hysteresis(-0.1)
+        );
+        assert_eq!(
+            rejects(|p| p.threshold = Threshold::Manual { heat: -1.0 }),
+            PolicyError::Threshold(-1.0)
+        );
+        assert!(matches!(
+            rejects(|p| p.heat.half_life_ms = 0),
+            PolicyError::Heat(_)
+        ));
+    }
+
+    #[test]
+    fn json_form_has_defaults_and_refuses_unknown_fields() {
+        let p: TieringPolicy =
+            serde_json::from_str(r#"{"fast_quota": {"max_bytes": 67108864}}"#).unwrap();
+        assert_eq!(p, valid());
+        let manual: TieringPolicy = serde_json::from_str(
+            r#"{"fast_quota": {"max_bytes": 1}, "threshold": {"mode": "manual", "heat": 5}}"#,
+        )
+        .unwrap();
+        assert_eq!(manual.threshold, Threshold::Manual { heat: 5.0 });
+        for bad in [
+            r#"{"fast_quota": {"max_bytes": 1}, "quota": 1}"#,
+            r#"{"fast_quota": {"max_bytes": -1}}"#,
+            r#"{"fast_quota": {"max_bytes": 18446744073709551616}}"#,
+            r#"{"fast_quota": {"max_bytes": 1, "maxbytes": 2}}"#,
+            r#"{"fast_quota": {"max_bytes": 1}, "threshold": {"mode": "sometimes"}}"#,
+            r#"{}"#,
+        ] {
+            assert!(serde_json::from_str::<TieringPolicy>(bad).is_err(), "{bad}");
+        }
+    }
+}
