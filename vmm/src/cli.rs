@@ -8,6 +8,7 @@ use thiserror::Error;
 
 use guest_memory::{BackendSpec, Backing, MemoryConfig, Placement, TierSpec};
 use page_copy::EngineSpec;
+use tiering::TieringPolicy;
 
 use crate::migration::{MigrationConfig, MigratorKind};
 use crate::vm::{PayloadSource, VmConfig};
@@ -86,6 +87,15 @@ pub struct RunArgs {
     /// before the tiering engine decides moves itself.
     #[arg(long, value_name = "FRAMES_PER_SECOND", default_value_t = 0)]
     pub shuffle: u32,
+    /// Run without the tiering engine (frames stay where placement put
+    /// them, unless --shuffle moves them).
+    #[arg(long)]
+    pub no_tiering: bool,
+    /// The tiering policy as a JSON file (docs/policy.md). Default: the
+    /// first tier's whole size as the fast-tier quota, the dirty-log
+    /// tracker, auto threshold.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_tiering")]
+    pub policy: Option<PathBuf>,
     /// Write the final report as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub report_json: Option<PathBuf>,
@@ -107,6 +117,14 @@ pub enum CliError {
     /// --shuffle without a migrator.
     #[error("--shuffle needs --migrator (remap, remap-precopy or kernel)")]
     ShuffleWithoutMigrator,
+    /// The policy file could not be read or parsed.
+    #[error("--policy {path}: {reason}")]
+    Policy {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// Default tiers need a guest of at least two frames.
     #[error("--memory {0} is too small to split into default tiers; give --tier options")]
     TooSmallForDefaultTiers(String),
@@ -127,6 +145,20 @@ impl RunArgs {
             default_tiers(self.memory, self.frame_size)?
         } else {
             self.tiers.clone()
+        };
+        // One tier: nothing to tier, and the engine stays off.
+        let tiering = match (&self.policy, self.no_tiering || tiers.len() < 2) {
+            (Some(path), _) => Some(read_policy(path)?),
+            (None, true) => None,
+            (None, false) => Some(TieringPolicy::with_quota(
+                tiers[0].size.unwrap_or(self.memory).min(self.memory),
+            )),
+        };
+        // Tiering needs a migrator: pre-copy keeps write stalls shortest
+        // and shares the dirty log the default tracker reads.
+        let migrator = match (self.migrator, &tiering) {
+            (MigratorKind::None, Some(_)) => MigratorKind::RemapPrecopy,
+            (m, _) => m,
         };
         let (payload, args) = match &self.payload {
             Some(path) => (
@@ -153,14 +185,24 @@ impl RunArgs {
             args,
             timeout,
             dirty_log_tracking: false,
+            tiering,
             migration: MigrationConfig {
-                migrator: self.migrator,
+                migrator,
                 copy_engine: self
                     .copy_engine
                     .unwrap_or_else(|| MigrationConfig::default().copy_engine),
             },
         })
     }
+}
+
+fn read_policy(path: &std::path::Path) -> Result<TieringPolicy, CliError> {
+    let fail = |reason: String| CliError::Policy {
+        path: path.display().to_string(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    serde_json::from_str(&text).map_err(|e| fail(e.to_string()))
 }
 
 /// `dram` gets a quarter of guest RAM (whole frames, at least one), `slow`
@@ -221,6 +263,42 @@ mod tests {
             sizes,
             [("dram", Some(256 << 20)), ("slow", Some(768 << 20))]
         );
+        // Tiering is on, over the pre-copy migrator, with the fast tier
+        // as the quota.
+        assert_eq!(cfg.migration.migrator, MigratorKind::RemapPrecopy);
+        assert_eq!(cfg.tiering.unwrap().fast_quota.max_bytes, 256 << 20);
+        let off = run_args(&["--no-tiering"]).to_config().unwrap();
+        assert_eq!(
+            (off.tiering, off.migration.migrator),
+            (None, MigratorKind::None)
+        );
+    }
+
+    #[test]
+    fn policy_files_are_read_and_checked() {
+        let dir = std::env::temp_dir().join(format!("tiervisor-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let good = dir.join("good.json");
+        std::fs::write(
+            &good,
+            r#"{"fast_quota": {"max_bytes": 1048576}, "tracker": "combined"}"#,
+        )
+        .unwrap();
+        let cfg = run_args(&["--policy", good.to_str().unwrap()])
+            .to_config()
+            .unwrap();
+        assert_eq!(cfg.tiering.unwrap().tracker, "combined");
+        let bad = dir.join("bad.json");
+        std::fs::write(&bad, r#"{"fast_quota": {"max_bytes": 1}, "colour": "red"}"#).unwrap();
+        let e = run_args(&["--policy", bad.to_str().unwrap()])
+            .to_config()
+            .unwrap_err();
+        assert!(e.to_string().contains("unknown field `colour`"), "{e}");
+        let missing = run_args(&["--policy", "/nonexistent/p.json"])
+            .to_config()
+            .unwrap_err();
+        assert!(matches!(missing, CliError::Policy { .. }));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

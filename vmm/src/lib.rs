@@ -16,6 +16,7 @@ pub mod shuffle;
 pub mod status;
 pub mod vcpu;
 pub mod vm;
+pub mod vm_trackers;
 
 /// An error and its causes on one line, for command-line reports.
 pub fn error_chain(e: &dyn std::error::Error) -> String {

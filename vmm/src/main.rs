@@ -81,6 +81,7 @@ fn run(args: &RunArgs) -> ExitCode {
         end.clone(),
     );
     report.migrations = migrations;
+    report.tiering = vm.engine().map(|e| (*e.stats()).clone());
     print!("{}", report.render());
     if let Some(path) = &args.report_json {
         let written = serde_json::to_vec_pretty(&report)

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use guest_memory::{BatchReport, TierUsage};
+use tiering::EngineStats;
 
 use crate::guest_state::{GroundTruth, GuestState, PhaseReport};
 use crate::vm::VmEnd;
@@ -58,6 +59,8 @@ pub struct RunReport {
     pub elapsed_s: f64,
     /// Frames moved during the run (`--shuffle`), if any mover ran.
     pub migrations: Option<BatchReport>,
+    /// The tiering engine's counters at the end, if it ran.
+    pub tiering: Option<EngineStats>,
     /// How the VM ended.
     pub end: VmEnd,
 }
@@ -87,6 +90,7 @@ impl RunReport {
             log_suppressed: state.log_suppressed.load(Relaxed),
             elapsed_s: state.started.elapsed().as_secs_f64(),
             migrations: None,
+            tiering: None,
             end,
         }
     }
@@ -139,6 +143,20 @@ impl RunReport {
                 guest_memory::format_size(m.bytes),
                 m.copy.as_secs_f64(),
                 m.stall_max.as_secs_f64() * 1e3
+            );
+        }
+        if let Some(t) = &self.tiering {
+            let _ = writeln!(
+                out,
+                "tiering: {} promoted, {} demoted ({} exchanged, {} aborted) over {} intervals, \
+                 threshold {:.1}, hot set ~{}",
+                guest_memory::format_size(t.promotions.bytes),
+                guest_memory::format_size(t.demotions.bytes),
+                t.exchanges,
+                t.aborted,
+                t.intervals,
+                t.threshold,
+                guest_memory::format_size(t.hot_set_bytes)
             );
         }
         if self.log_suppressed > 0 {

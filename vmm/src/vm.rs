@@ -21,15 +21,17 @@ use access_track::{
 use guest_abi::GpaRange;
 use guest_memory::migrate::{GuardError, GuardOptions, HostWriteLog, WriteGuard};
 use guest_memory::{BackendKind, MemoryConfig, Migrator, TierUsage, TieredMemory};
+use tiering::{Engine, EngineError, EngineParts, TieringPolicy};
 
 use crate::arch::regs::{self, EntryState, RegsError};
 use crate::devices::hypercall::{HypercallDevice, LogSink};
 use crate::guest_state::GuestState;
-use crate::migration::{self, MigrationConfig, MigrationError};
+use crate::migration::{self, MigrationConfig, MigrationError, MigratorKind};
 use crate::payload::boot::{BootError, BootPlan};
 use crate::payload::elf::{self, ElfError};
 use crate::payload::embedded::WORKLOADS_ELF;
 use crate::vcpu::{self, Vcpu, VcpuEnd};
+use crate::vm_trackers::VmTrackers;
 
 /// Where the payload image comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,6 +61,9 @@ pub struct VmConfig {
     /// Keep the KVM dirty log on (for the dirty-log access tracker) even
     /// when the migrator does not need it.
     pub dirty_log_tracking: bool,
+    /// The tiering engine's policy; `None` runs no engine. Needs a
+    /// migrator.
+    pub tiering: Option<TieringPolicy>,
 }
 
 /// Errors creating or running a VM.
@@ -120,6 +125,12 @@ pub enum VmError {
     /// A tracker could not be built.
     #[error("tracker: {0}")]
     Tracker(#[from] TrackerBuildError),
+    /// Tiering asked for without a migrator.
+    #[error("tiering needs a migrator (remap, remap-precopy or kernel)")]
+    TieringWithoutMigrator,
+    /// The tiering engine could not start.
+    #[error("tiering engine")]
+    Engine(#[from] EngineError),
 }
 
 fn kvm_err(what: &'static str) -> impl FnOnce(kvm_ioctls::Error) -> VmError {
@@ -199,8 +210,10 @@ impl StopHandle {
 /// A created, not yet running VM.
 #[derive(Debug)]
 pub struct Vm {
-    // Field order is drop order: vCPUs and the migrator go before the VM
-    // (and its memslots), which goes before the memory that backs them.
+    // Field order is drop order: the engine, vCPUs and the migrator go
+    // before the VM (and its memslots), which goes before the memory that
+    // backs them.
+    engine: Option<Arc<Engine>>,
     vcpus: Vec<Vcpu>,
     migrator: Option<Arc<dyn Migrator>>,
     guard: Option<Arc<WriteGuard>>,
@@ -274,6 +287,14 @@ impl Vm {
 
         let memory = Arc::new(TieredMemory::new(&config.memory)?);
         let vm_fd = Arc::new(kvm.create_vm().map_err(kvm_err("creating the VM"))?);
+        let engine_tracker = match &config.tiering {
+            Some(_) if config.migration.migrator == MigratorKind::None => {
+                return Err(VmError::TieringWithoutMigrator);
+            }
+            Some(policy) => Some(policy.tracker.parse::<TrackerKind>()?),
+            None => None,
+        };
+        let trackers: Vec<TrackerKind> = trackers.iter().copied().chain(engine_tracker).collect();
         let dirty_log = config.migration.migrator.needs_dirty_log()
             || config.dirty_log_tracking
             || trackers.iter().any(|t| t.needs_dirty_log());
@@ -376,7 +397,23 @@ impl Vm {
             )?;
             vcpus.push(Vcpu::new(index, fd, device.clone(), stop.clone()));
         }
+        let engine = match (&config.tiering, &migrator) {
+            (Some(policy), Some(m)) => Some(Arc::new(Engine::start(
+                EngineParts {
+                    memory: memory.clone(),
+                    migrator: m.clone(),
+                    trackers: Box::new(VmTrackers {
+                        memory: memory.clone(),
+                        dirty_log: kvm_dirty.clone(),
+                        guard: guard.clone(),
+                    }),
+                },
+                policy.clone(),
+            )?)),
+            _ => None,
+        };
         Ok(Vm {
+            engine,
             vcpus,
             migrator,
             guard,
@@ -389,6 +426,12 @@ impl Vm {
             timeout: config.timeout,
             free: plan.info.free().to_vec(),
         })
+    }
+
+    /// The VM's tiering engine, when the configuration has a policy. It
+    /// runs from VM creation until [`run`](Self::run) returns.
+    pub fn engine(&self) -> Option<&Arc<Engine>> {
+        self.engine.as_ref()
     }
 
     /// The VM's migrator, if one is configured: `migrate(frames, to_tier)`
@@ -526,6 +569,10 @@ impl Vm {
             // A vCPU thread that panicked has already reported nothing; its
             // VM ends as stopped, the VMM carries on.
             let _ = h.join();
+        }
+        // No frame moves once the guest is gone: callers verify memory.
+        if let Some(e) = &self.engine {
+            e.stop();
         }
         tick(&self.state, &self.memory.tier_usage());
         Ok(end.unwrap_or(VmEnd::Success))

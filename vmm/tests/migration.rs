@@ -93,6 +93,7 @@ fn under_fire(
         args: args.clone(),
         timeout: Some(Duration::from_secs(240)),
         dirty_log_tracking: false,
+        tiering: None,
         migration: MigrationConfig {
             migrator: kind,
             ..Default::default()

@@ -67,6 +67,7 @@ fn hot_share(args: &str) -> f64 {
         args: args.into(),
         timeout: Some(Duration::from_secs(60)),
         dirty_log_tracking: true,
+        tiering: None,
         migration: MigrationConfig::default(),
     };
     let mut vm = Vm::new(&config, Arc::new(|_, _| {})).unwrap();

@@ -86,6 +86,7 @@ pub fn vm_config(
         args: args.into(),
         timeout: Some(Duration::from_secs(120)),
         dirty_log_tracking,
+        tiering: None,
         migration: MigrationConfig {
             migrator,
             ..Default::default()

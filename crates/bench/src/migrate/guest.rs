@@ -83,6 +83,7 @@ impl GuestShape {
             args: args.to_owned(),
             timeout: Some(Duration::from_secs(GUEST_TIMEOUT_SECS)),
             dirty_log_tracking: false,
+            tiering: None,
             migration: MigrationConfig {
                 migrator: self.migrator,
                 ..MigrationConfig::default()

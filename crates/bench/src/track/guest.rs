@@ -127,6 +127,7 @@ pub fn vm_config(settings: &TrackSettings, args: &str) -> VmConfig {
         timeout: Some(Duration::from_secs_f64(seconds)),
         migration: MigrationConfig::default(),
         dirty_log_tracking: false,
+        tiering: None,
     }
 }
 

@@ -1,0 +1,61 @@
+//! The VM's side of the tiering engine: which trackers this VM can give
+//! the engine (what the VM was built ready for), and starting the engine
+//! over the VM's memory and migrator.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use access_track::{AccessTracker, FaultSampleConfig, KvmDirtyLog, TrackerKind};
+use guest_memory::TieredMemory;
+use guest_memory::migrate::WriteGuard;
+use tiering::TrackerSource;
+
+/// Builds trackers over the VM's dirty log and userfaultfd guard.
+#[derive(Debug)]
+pub struct VmTrackers {
+    /// The VM's memory.
+    pub memory: Arc<TieredMemory>,
+    /// The dirty log, when it is on.
+    pub dirty_log: Option<KvmDirtyLog>,
+    /// The guard, when it takes minor faults.
+    pub guard: Option<Arc<WriteGuard>>,
+}
+
+impl VmTrackers {
+    fn ready(&self, kind: TrackerKind) -> bool {
+        let minor = self
+            .guard
+            .as_ref()
+            .is_some_and(|g| g.minor_faults_enabled());
+        (!kind.needs_dirty_log() || self.dirty_log.is_some())
+            && (!kind.needs_minor_faults() || minor)
+    }
+}
+
+impl TrackerSource for VmTrackers {
+    fn offered(&self) -> Vec<String> {
+        TrackerKind::ALL
+            .into_iter()
+            .filter(|&k| self.ready(k))
+            .map(|k| k.name().to_owned())
+            .collect()
+    }
+
+    fn build(&self, name: &str, interval: Duration) -> Result<Box<dyn AccessTracker>, String> {
+        let kind: TrackerKind = name.parse().map_err(|e| format!("{e}"))?;
+        if !self.ready(kind) {
+            return Err("this VM was not started ready for it".into());
+        }
+        let fault = FaultSampleConfig {
+            interval,
+            ..FaultSampleConfig::default()
+        };
+        kind.build(
+            &self.memory,
+            self.dirty_log.as_ref(),
+            self.guard.as_ref(),
+            fault,
+        )
+        .map_err(|e| crate::error_chain(&e))
+    }
+}
