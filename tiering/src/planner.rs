@@ -9,8 +9,9 @@
 //! 2. **Promote** the hottest slow frames at or above the threshold,
 //!    hottest first, up to the promotion budget: freely up to the quota
 //!    less the headroom; beyond that only a candidate hotter than the
-//!    coldest fast frame by the hysteresis factor, into the headroom or —
-//!    quota full, exchange on — in exchange for that frame.
+//!    coldest fast frame by the hysteresis (a share of the heat range),
+//!    into the headroom or — quota full, exchange on — in exchange for
+//!    that frame.
 //! 3. **Headroom**: if less than the headroom is free, demote the coldest
 //!    fast frames that are below the threshold.
 //! 4. **Minimum**: below the quota's minimum, promote the hottest slow
@@ -48,7 +49,8 @@ pub struct PlanInput<'a> {
     pub forced_budget: usize,
     /// The threshold setting.
     pub threshold: Threshold,
-    /// Exchange factor (`candidate > victim × (1 + hysteresis)`).
+    /// Share of the heat range (hottest − coldest frame) by which a
+    /// candidate must beat the fast frame it displaces.
     pub hysteresis: f64,
     /// Whether exchanges are allowed.
     pub exchange: bool,
@@ -115,6 +117,20 @@ fn candidates(input: &PlanInput<'_>) -> (f64, Vec<usize>, usize) {
     (threshold, above, passed)
 }
 
+/// Hottest minus coldest heat among frames that may move: the scale of
+/// the hysteresis. A margin relative to the victim's own heat fails when a
+/// tracker compresses heat (every frame of a busy guest looks warm) and
+/// measurement noise between equally cold frames exceeds it.
+fn heat_range(input: &PlanInput<'_>) -> f64 {
+    let (lo, hi) = (0..input.heat.len())
+        .filter(|&f| !input.pinned[f])
+        .map(|f| input.heat[f])
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), h| {
+            (lo.min(h), hi.max(h))
+        });
+    if hi >= lo { hi - lo } else { 0.0 }
+}
+
 fn pinned_fast(input: &PlanInput<'_>) -> usize {
     (0..input.tier.len())
         .filter(|&f| input.tier[f] == 0 && input.pinned[f])
@@ -151,6 +167,7 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     plan.candidates = passed;
     let mut demote_left = input.demote_budget;
     let fill_to = input.quota_max.saturating_sub(input.headroom);
+    let margin = input.hysteresis * heat_range(input);
     for c in hot {
         if used < fill_to {
             plan.promote.push(c);
@@ -159,9 +176,7 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
         }
         // Past the fill line a promotion displaces a fast frame, now (an
         // exchange) or soon (headroom restored): only past the hysteresis.
-        let beats = |v: usize| {
-            !input.cooling[v] && input.heat[c] > input.heat[v] * (1.0 + input.hysteresis)
-        };
+        let beats = |v: usize| !input.cooling[v] && input.heat[c] > input.heat[v] + margin;
         let Some(&v) = victims.peek() else { break };
         if !beats(v) {
             break;
@@ -269,7 +284,8 @@ mod tests {
         let mut input = c.input(2);
         input.threshold = Threshold::Manual { heat: 5.0 };
         let p = plan(&input);
-        // 100 > 10 × 1.5 swaps; 50 > 40 × 1.5 does not.
+        // Heat range 90, margin 45: 100 > 10 + 45 swaps; 50 > 40 + 45
+        // does not.
         assert_eq!(p.exchanges, vec![(2, 0)]);
         assert_eq!((p.promote, p.demote), (vec![2], vec![0]));
         input.exchange = false;

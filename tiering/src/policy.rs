@@ -68,8 +68,8 @@ pub enum PolicyError {
     /// A manual threshold is not a finite number ≥ 0.
     #[error("threshold.heat: {0} is not a finite heat >= 0")]
     Threshold(f64),
-    /// The hysteresis is not in `[0, 10]`.
-    #[error("hysteresis: {0} not in [0, 10]")]
+    /// The hysteresis is not in `[0, 1]`.
+    #[error("hysteresis: {0} not in [0, 1]")]
     Hysteresis(f64),
     /// The interval is out of range.
     #[error("interval_ms: {0} not in {MIN_INTERVAL_MS}..={MAX_INTERVAL_MS}")]
@@ -214,7 +214,8 @@ pub struct TieringPolicy {
     #[serde(default)]
     pub headroom_bytes: u64,
     /// A slow frame displaces a fast one only if its heat exceeds the fast
-    /// one's by this factor (`heat > victim × (1 + hysteresis)`).
+    /// one's by this share of the heat range (hottest − coldest frame),
+    /// in `[0, 1]`.
     #[serde(default = "default_hysteresis")]
     pub hysteresis: f64,
     /// A frame moved is not moved again for this long (quota enforcement
@@ -249,7 +250,7 @@ fn default_threshold() -> Threshold {
 }
 
 fn default_hysteresis() -> f64 {
-    0.5
+    0.3
 }
 
 fn default_min_residency_ms() -> u64 {
@@ -345,7 +346,7 @@ impl TieringPolicy {
         {
             return Err(PolicyError::Threshold(heat));
         }
-        if !(self.hysteresis.is_finite() && (0.0..=10.0).contains(&self.hysteresis)) {
+        if !(self.hysteresis.is_finite() && (0.0..=1.0).contains(&self.hysteresis)) {
             return Err(PolicyError::Hysteresis(self.hysteresis));
         }
         self.heat.config().validate().map_err(PolicyError::Heat)?;
