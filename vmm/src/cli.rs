@@ -154,10 +154,11 @@ impl RunArgs {
                 tiers[0].size.unwrap_or(self.memory).min(self.memory),
             )),
         };
-        // Tiering needs a migrator: pre-copy keeps write stalls shortest
-        // and shares the dirty log the default tracker reads.
+        // Tiering needs a migrator. Plain remap: the frames it promotes
+        // are the guest's most written, which pre-copy copies over and
+        // over (docs/policy.md).
         let migrator = match (self.migrator, &tiering) {
-            (MigratorKind::None, Some(_)) => MigratorKind::RemapPrecopy,
+            (MigratorKind::None, Some(_)) => MigratorKind::Remap,
             (m, _) => m,
         };
         let (payload, args) = match &self.payload {
@@ -263,9 +264,9 @@ mod tests {
             sizes,
             [("dram", Some(256 << 20)), ("slow", Some(768 << 20))]
         );
-        // Tiering is on, over the pre-copy migrator, with the fast tier
-        // as the quota.
-        assert_eq!(cfg.migration.migrator, MigratorKind::RemapPrecopy);
+        // Tiering is on, over the remap migrator, with the fast tier as
+        // the quota.
+        assert_eq!(cfg.migration.migrator, MigratorKind::Remap);
         assert_eq!(cfg.tiering.unwrap().fast_quota.max_bytes, 256 << 20);
         let off = run_args(&["--no-tiering"]).to_config().unwrap();
         assert_eq!(
