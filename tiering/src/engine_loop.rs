@@ -108,7 +108,8 @@ impl EngineLoop {
             started: now,
             last_step: now,
         };
-        engine.publish(true);
+        let tiers = engine.tiers();
+        engine.publish(Some(&tiers));
         Ok(engine)
     }
 
@@ -168,7 +169,7 @@ impl EngineLoop {
             ));
         }
         self.policy = policy;
-        self.publish(false);
+        self.publish(None);
     }
 
     fn step(&mut self) {
@@ -185,7 +186,7 @@ impl EngineLoop {
             Err(e) => {
                 self.stats.tracker_errors += 1;
                 self.stats.last_error = Some(error_chain(&e));
-                self.publish(false);
+                self.publish(None);
                 return;
             }
         };
@@ -258,7 +259,7 @@ impl EngineLoop {
             bytes: moved as u64 * frame_size,
             fast_frames: fast,
         });
-        self.publish(true);
+        self.publish(Some(&after));
     }
 
     /// Tier of every frame now.
@@ -368,7 +369,9 @@ impl EngineLoop {
         })
     }
 
-    fn publish(&mut self, frames: bool) {
+    /// Publishes the counters, and the per-frame view when `tiers` (every
+    /// frame's tier, just read) is given.
+    fn publish(&mut self, tiers: Option<&[usize]>) {
         let frame_size = self.memory.frame_size();
         let heats = self.heat.heats();
         self.stats.hot_frames = hot_set_frames(heats);
@@ -381,8 +384,8 @@ impl EngineLoop {
             .as_ref()
             .map(|r| r.progress(self.stats.tiers[0].used_frames as u64 * frame_size));
         self.stats.recent = self.recent.to_vec();
-        let view = frames.then(|| FrameView {
-            tier: self.tiers().iter().map(|&t| t as u8).collect(),
+        let view = tiers.map(|tiers| FrameView {
+            tier: tiers.iter().map(|&t| t as u8).collect(),
             heat: heats.iter().map(|&h| h as f32).collect(),
         });
         self.published.publish(self.stats.clone(), view);
