@@ -41,7 +41,7 @@ pub struct Cli {
     /// and remap.
     #[arg(long)]
     pub hugetlb: bool,
-    /// Override the copy batch size or the migrate or track guest's RAM
+    /// Override the copy batch size or the migrate, track or policy guest's RAM
     /// (K/M/G suffixes), e.g. for fast tests.
     #[arg(long, hide = true, value_parser = parse_size_arg)]
     pub bytes: Option<u64>,
@@ -124,9 +124,14 @@ mod tests {
         let all = parse(&["tierbench", "all"]);
         assert_eq!(
             all.suites(),
-            Ok(vec![Suite::Copy, Suite::Migrate, Suite::Track])
+            Ok(vec![
+                Suite::Copy,
+                Suite::Migrate,
+                Suite::Track,
+                Suite::Policy
+            ])
         );
-        for other in ["copy", "track", "all"] {
+        for other in ["copy", "track", "policy", "all"] {
             assert!(
                 parse(&["tierbench", other, "--soak", "5"])
                     .suites()

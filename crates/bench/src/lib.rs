@@ -11,6 +11,8 @@
 //! * [`copy`] — the copy-engine suite (issue 3);
 //! * [`migrate`] — the live-migration suite and its soak mode (issue 3);
 //! * [`track`] — the access-tracking overhead suite (issue 4);
+//! * [`policy`] — the tiering engine against the oracle (DRAM-hit ratio,
+//!   convergence after a phase shift, bytes migrated);
 //! * [`report`] — the whole run (invocation, machine, suite results) as
 //!   text, JSON and markdown; [`output`] writes the files;
 //! * shared tools: [`stats`] and [`bandwidth`] (medians, ratios),
@@ -32,6 +34,7 @@ pub mod memory;
 pub mod migrate;
 pub mod output;
 pub mod plot;
+pub mod policy;
 pub mod progress;
 pub mod report;
 pub mod rng;

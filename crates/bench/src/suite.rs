@@ -18,6 +18,7 @@ use crate::migrate::{
     SoakSettings,
 };
 use crate::plot::PlotError;
+use crate::policy::{self, PolicyResult, PolicySettings, PolicySuiteError};
 use crate::table::{RowWidthError, Table};
 use crate::track::{self, TrackResult, TrackSettings, TrackSuiteError};
 
@@ -32,12 +33,14 @@ pub enum Suite {
     MigrateSoak,
     /// What guest access tracking costs (issue 4).
     Track,
+    /// The tiering engine against the oracle.
+    Policy,
 }
 
 impl Suite {
     /// Every suite, in the order `all` runs them (the soak is run only
     /// when asked for).
-    pub const ALL: [Suite; 3] = [Suite::Copy, Suite::Migrate, Suite::Track];
+    pub const ALL: [Suite; 4] = [Suite::Copy, Suite::Migrate, Suite::Track, Suite::Policy];
 
     /// The suite's name on the command line and in results.
     pub fn name(self) -> &'static str {
@@ -46,6 +49,7 @@ impl Suite {
             Suite::Migrate => "migrate",
             Suite::MigrateSoak => "migrate-soak",
             Suite::Track => "track",
+            Suite::Policy => "policy",
         }
     }
 
@@ -59,6 +63,10 @@ impl Suite {
             Suite::MigrateSoak => "migration soak: random live migrations under a verifying guest",
             Suite::Track => {
                 "access tracking: guest slowdown and host cost of each tracker, heat-model time"
+            }
+            Suite::Policy => {
+                "tiering policy: the engine's DRAM-hit ratio against the oracle, convergence after \
+                 a phase shift, bytes migrated"
             }
         }
     }
@@ -76,6 +84,10 @@ pub enum Selection {
     /// Access tracking: hotset and zipf guest throughput with each
     /// tracker against none, tracker CPU time, heat-model time.
     Track,
+    /// Tiering policy: hotset, zipf and pmbench with the tiering engine,
+    /// DRAM-hit ratio against the oracle, convergence after a phase
+    /// shift, bytes migrated against the minimum.
+    Policy,
     /// Every suite (without the soak).
     All,
 }
@@ -87,6 +99,7 @@ impl Selection {
             Selection::Copy => vec![Suite::Copy],
             Selection::Migrate => vec![Suite::Migrate],
             Selection::Track => vec![Suite::Track],
+            Selection::Policy => vec![Suite::Policy],
             Selection::All => Suite::ALL.to_vec(),
         }
     }
@@ -98,7 +111,7 @@ pub struct RunOptions {
     /// CI smoke mode: smaller inputs, fewer repetitions.
     pub quick: bool,
     /// Override of the suite's main size (the copy batch, the migrate
-    /// guest's RAM, the track guest's RAM), for tests.
+    /// guest's RAM, the track and policy guests' RAM), for tests.
     pub bytes: Option<u64>,
     /// Migrations of a soak run (`--soak`), when given.
     pub soak: Option<u64>,
@@ -118,6 +131,9 @@ pub enum SuiteError {
     /// The track suite failed.
     #[error("track suite")]
     Track(#[from] TrackSuiteError),
+    /// The policy suite failed.
+    #[error("policy suite")]
+    Policy(#[from] PolicySuiteError),
 }
 
 /// Runs `suite`.
@@ -146,6 +162,11 @@ pub fn run(suite: Suite, options: &RunOptions) -> Result<SuiteResult, SuiteError
                 TrackSettings::new(options.quick, options.bytes).map_err(TrackSuiteError::from)?;
             Ok(SuiteResult::Track(track::run(settings)?))
         }
+        Suite::Policy => {
+            let settings = PolicySettings::new(options.quick, options.bytes)
+                .map_err(PolicySuiteError::from)?;
+            Ok(SuiteResult::Policy(policy::run(settings)?))
+        }
     }
 }
 
@@ -163,6 +184,8 @@ pub enum SuiteResult {
     MigrateSoak(SoakResult),
     /// The track suite's result.
     Track(TrackResult),
+    /// The policy suite's result.
+    Policy(PolicyResult),
 }
 
 impl SuiteResult {
@@ -173,6 +196,7 @@ impl SuiteResult {
             SuiteResult::Migrate(_) => Suite::Migrate,
             SuiteResult::MigrateSoak(_) => Suite::MigrateSoak,
             SuiteResult::Track(_) => Suite::Track,
+            SuiteResult::Policy(_) => Suite::Policy,
         }
     }
 
@@ -183,6 +207,7 @@ impl SuiteResult {
             SuiteResult::Migrate(result) => result.summary(),
             SuiteResult::MigrateSoak(result) => result.summary(),
             SuiteResult::Track(result) => result.summary(),
+            SuiteResult::Policy(result) => result.summary(),
         }
     }
 
@@ -193,6 +218,7 @@ impl SuiteResult {
             SuiteResult::Migrate(result) => result.tables(),
             SuiteResult::MigrateSoak(result) => result.tables(),
             SuiteResult::Track(result) => result.tables(),
+            SuiteResult::Policy(result) => result.tables(),
         }
     }
 
@@ -204,6 +230,7 @@ impl SuiteResult {
             SuiteResult::Migrate(result) => migrate::write_svgs(result, dir),
             SuiteResult::MigrateSoak(_) => Ok(Vec::new()),
             SuiteResult::Track(result) => track::write_svgs(result, dir),
+            SuiteResult::Policy(result) => policy::write_svgs(result, dir),
         }
     }
 }
@@ -220,6 +247,7 @@ mod tests {
         assert_eq!(Selection::Copy.suites(), vec![Suite::Copy]);
         assert_eq!(Selection::Migrate.suites(), vec![Suite::Migrate]);
         assert_eq!(Selection::Track.suites(), vec![Suite::Track]);
+        assert_eq!(Selection::Policy.suites(), vec![Suite::Policy]);
         assert!(!Suite::ALL.contains(&Suite::MigrateSoak));
     }
 
@@ -252,6 +280,11 @@ mod tests {
             err,
             SuiteError::Track(TrackSuiteError::Settings(_))
         ));
+        let err = run(Suite::Policy, &options).unwrap_err();
+        assert!(matches!(
+            err,
+            SuiteError::Policy(PolicySuiteError::Settings(_))
+        ));
     }
 
     #[test]
@@ -283,5 +316,9 @@ mod tests {
         let value = serde_json::to_value(SuiteResult::Track(crate::testing::sample_track_result()))
             .unwrap();
         assert_eq!(value["suite"], "track");
+        let value =
+            serde_json::to_value(SuiteResult::Policy(crate::testing::sample_policy_result()))
+                .unwrap();
+        assert_eq!(value["suite"], "policy");
     }
 }

@@ -13,6 +13,9 @@ use crate::migrate::{
     BatchSizeResult, GuestLoad, Leg, MigrateResult, MigrateSettings, PhaseTimes, Protocol,
     ScenarioResult, SoakLeg, SoakResult, SoakSettings, StallSummary, Verification, scenarios,
 };
+use crate::policy::{
+    EngineSummary, PhaseResult, PolicyResult, PolicySettings, RatePoint, RunResult, TimePoint,
+};
 use crate::report::BenchReport;
 use crate::stats::ratio;
 use crate::suite::SuiteResult;
@@ -301,4 +304,87 @@ pub fn sample_track_result() -> TrackResult {
         })
         .to_vec();
     TrackResult::new(settings, workloads, heat)
+}
+
+/// A policy result of the quick settings (256 MiB guest, quota 25 %):
+/// hotset steady at 98 %, 95 % 2 s after the shift (0.4 s to converge),
+/// 8 MiB moved of 8 MiB needed; zipf steady at 96 %, 80 % after the shift
+/// (never converging), 12 MiB moved of 4 MiB needed.
+pub fn sample_policy_result() -> PolicyResult {
+    let settings = PolicySettings::new(true, None).unwrap();
+    let case = settings.cases[0].clone();
+    let runs = [
+        ("hotset", 0.98, Some(0.95), Some(0.4), 8u64, 8u64),
+        ("zipf", 0.96, Some(0.80), None, 12, 4),
+    ]
+    .map(|(workload, steady, shift, convergence, moved, min)| {
+        let mib = 1u64 << 20;
+        let phases = (0..2u64)
+            .map(|phase| PhaseResult {
+                phase,
+                start_secs: 2.0 * phase as f64,
+                seconds: 2.0,
+                samples: 20,
+                mops: Some(10.0),
+                oracle_hit: 0.9,
+                steady_ratio: Some(steady),
+                window_ratio: shift,
+                convergence_secs: convergence,
+                promotions_needed: 1,
+                demotions_needed: 1,
+                min_bytes: min * mib / 2,
+                moved_bytes: moved * mib / 2,
+            })
+            .collect();
+        let timeline = (0..=40)
+            .map(|i| TimePoint {
+                secs: f64::from(i) * 0.1,
+                phase: u64::from(i >= 20),
+                engine_hit: 0.9 * steady,
+                oracle_hit: 0.9,
+                ratio: Some(steady),
+                fast_frames: settings.quota_frames(&case),
+            })
+            .collect();
+        RunResult {
+            workload: workload.to_owned(),
+            args: settings.workload_args(workload),
+            tracker: case.tracker.clone(),
+            quota_share: case.quota_share,
+            quota_bytes: settings.quota_bytes(&case),
+            quota_frames: settings.quota_frames(&case),
+            steady_ratio: Some(steady),
+            shift_ratio: shift,
+            convergence_secs: convergence,
+            moved_bytes: moved * mib,
+            min_bytes: min * mib,
+            bytes_ratio: Some(moved as f64 / min as f64),
+            mops: Some(10.0),
+            phases,
+            engine: EngineSummary {
+                intervals: 30,
+                promoted_frames: moved / 4,
+                promoted_bytes: moved * mib / 2,
+                demoted_frames: moved / 4,
+                demoted_bytes: moved * mib / 2,
+                exchanges: moved / 4,
+                aborted: 0,
+                tracker_errors: 0,
+                last_error: None,
+                collect_us: 120.0,
+                heat_us: 15.0,
+                plan_us: 8.0,
+                migrate_us: 900.0,
+            },
+            timeline,
+            rates: (1..20)
+                .map(|i| RatePoint {
+                    secs: f64::from(i) * 0.2,
+                    mbps: if i % 10 == 1 { 20.0 } else { 0.0 },
+                })
+                .collect(),
+        }
+    })
+    .to_vec();
+    PolicyResult::new(settings, runs)
 }

@@ -1,0 +1,455 @@
+//! From one run's trace to its result: the oracle of each phase (built
+//! here from the payload's ground truth, after the run), the DRAM-hit
+//! ratio of every placement sample against it, steady state, the ratio
+//! after a shift, convergence time, bytes migrated against the minimum,
+//! guest throughput and the engine's counters. Boot and warm-up (before
+//! phase 0) are left out of everything.
+
+use std::collections::BTreeMap;
+
+use thiserror::Error;
+
+use oracle::{Oracle, OracleError};
+use tiering::EngineStats;
+use tiering::stats::IntervalRecord;
+use vmm::guest_state::PhaseReport;
+
+use super::guest::{Sample, Trace};
+use super::metrics::{dram_hit, min_moves, oracle_hit};
+use super::result::{EngineSummary, PhaseResult, RatePoint, RunResult, TimePoint};
+use super::settings::{Case, PolicySettings, TARGET_AFTER_SHIFT};
+use crate::stats::ratio;
+
+/// Why a trace could not be analysed.
+#[derive(Debug, Error)]
+pub enum AnalysisError {
+    /// The payload announced no phase.
+    #[error("the guest began no phase")]
+    NoPhases,
+    /// A phase's ground truth does not fit guest RAM.
+    #[error("ground truth of phase {phase}")]
+    Oracle {
+        /// The phase.
+        phase: u64,
+        /// What the oracle refused.
+        #[source]
+        source: OracleError,
+    },
+}
+
+/// One phase's oracle: access probability per frame and the best
+/// DRAM-hit ratio for the quota.
+struct PhaseOracle {
+    access: Vec<f64>,
+    best: f64,
+}
+
+/// Builds the result of `workload` under `case` from its trace.
+pub fn analyze(
+    settings: &PolicySettings,
+    case: &Case,
+    workload: &str,
+    trace: &Trace,
+) -> Result<RunResult, AnalysisError> {
+    let quota = settings.quota_frames(case);
+    let origin = *trace.phase_starts.get(&0).ok_or(AnalysisError::NoPhases)?;
+    let mut oracles = BTreeMap::new();
+    for (&phase, ranges) in &trace.truths {
+        let oracle = Oracle::new(&trace.ram, settings.frame_size, ranges)
+            .map_err(|source| AnalysisError::Oracle { phase, source })?;
+        let access = oracle.access_probabilities().to_vec();
+        let best = oracle_hit(&access, quota);
+        oracles.insert(phase, PhaseOracle { access, best });
+    }
+
+    let timeline: Vec<TimePoint> = trace
+        .samples
+        .iter()
+        .filter_map(|s| {
+            let phase = s.phase?;
+            let o = oracles.get(&phase)?;
+            let engine_hit = dram_hit(&o.access, &s.tiers);
+            Some(TimePoint {
+                secs: s.at_secs - origin,
+                phase,
+                engine_hit,
+                oracle_hit: o.best,
+                ratio: ratio(engine_hit, o.best),
+                fast_frames: s.tiers.iter().filter(|&&t| t == 0).count(),
+            })
+        })
+        .collect();
+
+    let mut phases = Vec::new();
+    for (&phase, o) in &oracles {
+        let Some(&start) = trace.phase_starts.get(&phase) else {
+            continue;
+        };
+        let points: Vec<&TimePoint> = timeline.iter().filter(|p| p.phase == phase).collect();
+        let end = trace
+            .phase_starts
+            .get(&(phase + 1))
+            .copied()
+            .or_else(|| points.last().map(|p| p.secs + origin))
+            .unwrap_or(start);
+        phases.push(phase_result(
+            settings,
+            quota,
+            PhaseSpan {
+                phase,
+                start: start - origin,
+                end: end - origin,
+            },
+            o,
+            &points,
+            placement_at(&trace.samples, start),
+            &trace.stats.recent,
+            origin,
+            &trace.reports,
+        ));
+    }
+
+    let moved_bytes: u64 = phases.iter().map(|p| p.moved_bytes).sum();
+    let min_bytes: u64 = phases.iter().map(|p| p.min_bytes).sum();
+    let shifts: Vec<&PhaseResult> = phases.iter().filter(|p| p.phase > 0).collect();
+    let steady: Vec<f64> = phases.iter().filter_map(|p| p.steady_ratio).collect();
+    let mops: Vec<f64> = phases.iter().filter_map(|p| p.mops).collect();
+    Ok(RunResult {
+        workload: workload.to_owned(),
+        args: settings.workload_args(workload),
+        tracker: case.tracker.clone(),
+        quota_share: case.quota_share,
+        quota_bytes: settings.quota_bytes(case),
+        quota_frames: quota,
+        steady_ratio: mean(&steady),
+        shift_ratio: shifts
+            .iter()
+            .map(|p| p.window_ratio)
+            .try_fold(None, |worst: Option<f64>, r| {
+                r.map(|r| Some(worst.map_or(r, |w| w.min(r))))
+            })
+            .flatten(),
+        convergence_secs: shifts
+            .iter()
+            .map(|p| p.convergence_secs)
+            .try_fold(None, |worst: Option<f64>, c| {
+                c.map(|c| Some(worst.map_or(c, |w| w.max(c))))
+            })
+            .flatten(),
+        moved_bytes,
+        min_bytes,
+        bytes_ratio: ratio(moved_bytes as f64, min_bytes as f64),
+        mops: mean(&mops),
+        phases,
+        engine: engine_summary(&trace.stats),
+        rates: rates(&trace.stats.recent, origin),
+        timeline,
+    })
+}
+
+/// Where a phase lies on the run's clock (seconds since phase 0 began).
+struct PhaseSpan {
+    phase: u64,
+    start: f64,
+    end: f64,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn phase_result(
+    settings: &PolicySettings,
+    quota: usize,
+    span: PhaseSpan,
+    o: &PhaseOracle,
+    points: &[&TimePoint],
+    before: Option<&[u8]>,
+    recent: &[IntervalRecord],
+    origin: f64,
+    reports: &[PhaseReport],
+) -> PhaseResult {
+    let since = |p: &TimePoint| p.secs - span.start;
+    let length = span.end - span.start;
+    let steady: Vec<f64> = points
+        .iter()
+        .filter(|p| since(p) >= length / 2.0)
+        .filter_map(|p| p.ratio)
+        .collect();
+    let window_ratio = points
+        .iter()
+        .find(|p| since(p) >= settings.shift_window_secs - 1e-9)
+        .and_then(|p| p.ratio);
+    let convergence_secs = points
+        .iter()
+        .find(|p| p.ratio.is_some_and(|r| r >= TARGET_AFTER_SHIFT))
+        .map(|p| since(p).max(0.0));
+    let needed = before.map(|tiers| min_moves(&o.access, tiers, quota));
+    let min_bytes = needed.map_or(0, |m| m.frames() as u64 * settings.frame_size);
+    let moved_bytes = recent
+        .iter()
+        .filter(|r| {
+            let at = r.at_ms as f64 / 1e3 - origin;
+            at >= span.start && at < span.end
+        })
+        .map(|r| r.bytes)
+        .sum();
+    PhaseResult {
+        phase: span.phase,
+        start_secs: span.start,
+        seconds: length,
+        samples: points.len(),
+        mops: phase_mops(reports, span.phase, settings.vcpus),
+        oracle_hit: o.best,
+        steady_ratio: mean(&steady),
+        window_ratio,
+        convergence_secs,
+        promotions_needed: needed.map_or(0, |m| m.promotions),
+        demotions_needed: needed.map_or(0, |m| m.demotions),
+        min_bytes,
+        moved_bytes,
+    }
+}
+
+/// The placement of the last sample at or before `at` (the placement the
+/// phase starting then inherits); `None` when nothing was sampled yet.
+fn placement_at(samples: &[Sample], at: f64) -> Option<&[u8]> {
+    samples
+        .iter()
+        .rev()
+        .find(|s| s.at_secs <= at)
+        .or_else(|| samples.first())
+        .map(|s| s.tiers.as_slice())
+}
+
+/// Guest throughput of `phase`, Mops/s: per vCPU its operations over its
+/// own measured time, summed; `None` unless every vCPU reported it.
+pub fn phase_mops(reports: &[PhaseReport], phase: u64, vcpus: u32) -> Option<f64> {
+    let mut total = 0.0;
+    for vcpu in 0..vcpus {
+        let r = reports
+            .iter()
+            .find(|r| r.vcpu == vcpu && r.phase == phase)?;
+        if r.nanos == 0 {
+            return None;
+        }
+        total += r.ops as f64 * 1e3 / r.nanos as f64;
+    }
+    Some(total)
+}
+
+/// Migration rate per engine interval from phase 0 on, MB/s (10^6
+/// bytes), at each interval's end.
+fn rates(recent: &[IntervalRecord], origin: f64) -> Vec<RatePoint> {
+    let mut points = Vec::new();
+    let mut previous: Option<u64> = None;
+    for r in recent {
+        let at = r.at_ms as f64 / 1e3 - origin;
+        let span_ms = previous.map_or(0, |p| r.at_ms.saturating_sub(p));
+        previous = Some(r.at_ms);
+        if at < 0.0 || span_ms == 0 {
+            continue;
+        }
+        points.push(RatePoint {
+            secs: at,
+            mbps: r.bytes as f64 / 1e6 / (span_ms as f64 / 1e3),
+        });
+    }
+    points
+}
+
+fn engine_summary(stats: &EngineStats) -> EngineSummary {
+    let per_interval = |micros: u64| {
+        if stats.intervals == 0 {
+            0.0
+        } else {
+            micros as f64 / stats.intervals as f64
+        }
+    };
+    let s = &stats.stage_micros;
+    EngineSummary {
+        intervals: stats.intervals,
+        promoted_frames: stats.promotions.frames,
+        promoted_bytes: stats.promotions.bytes,
+        demoted_frames: stats.demotions.frames,
+        demoted_bytes: stats.demotions.bytes,
+        exchanges: stats.exchanges,
+        aborted: stats.aborted,
+        tracker_errors: stats.tracker_errors,
+        last_error: stats.last_error.clone(),
+        collect_us: per_interval(s.collect),
+        heat_us: per_interval(s.heat),
+        plan_us: per_interval(s.plan),
+        migrate_us: per_interval(s.migrate),
+    }
+}
+
+fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use guest_abi::{AccessRange, GpaRange};
+    use tiering::stats::MoveCount;
+
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    /// An 8-frame guest whose phase 0 makes frame 1 hot and phase 1 frame
+    /// 6; room for one frame. The placement starts on frame 0, finds
+    /// frame 1 at 0.2 s, frame 6 at 1.3 s.
+    fn trace() -> Trace {
+        let hot = |frame: u64| {
+            vec![AccessRange {
+                gpa: frame * 2 * MIB,
+                len: 2 * MIB,
+                weight: 1.0,
+                write_fraction: 0.5,
+            }]
+        };
+        let on = |frame: usize| {
+            let mut t = vec![1u8; 8];
+            t[frame] = 0;
+            t
+        };
+        let mut samples = Vec::new();
+        for i in 0..20 {
+            let at = 10.0 + f64::from(i) * 0.1;
+            let phase = if at < 11.0 { 0 } else { 1 };
+            let fast = match at {
+                a if a < 10.15 => 0,
+                a if a < 11.25 => 1,
+                _ => 6,
+            };
+            samples.push(Sample {
+                at_secs: at,
+                phase: Some(phase),
+                tiers: on(fast),
+            });
+        }
+        let record = |at_ms, bytes| IntervalRecord {
+            at_ms,
+            bytes,
+            ..IntervalRecord::default()
+        };
+        Trace {
+            samples,
+            phase_starts: [(0, 10.0), (1, 11.0)].into(),
+            truths: [(0, hot(1)), (1, hot(6))].into(),
+            reports: vec![
+                PhaseReport {
+                    vcpu: 0,
+                    phase: 0,
+                    ops: 2_000_000,
+                    bytes: 0,
+                    nanos: 1_000_000_000,
+                },
+                PhaseReport {
+                    vcpu: 0,
+                    phase: 1,
+                    ops: 1_000_000,
+                    bytes: 0,
+                    nanos: 1_000_000_000,
+                },
+            ],
+            ram: vec![GpaRange {
+                start: 0,
+                len: 16 * MIB,
+            }],
+            stats: EngineStats {
+                intervals: 4,
+                promotions: MoveCount {
+                    frames: 2,
+                    bytes: 4 * MIB,
+                },
+                recent: vec![
+                    record(9_000, 8 * MIB),
+                    record(10_200, 4 * MIB),
+                    record(11_200, 4 * MIB),
+                    record(11_400, 4 * MIB),
+                ],
+                ..EngineStats::default()
+            },
+        }
+    }
+
+    fn settings() -> PolicySettings {
+        let mut s = PolicySettings::new(true, Some(64 << 20)).unwrap();
+        s.guest_bytes = 16 * MIB;
+        s.vcpus = 1;
+        s.shift_window_secs = 0.5;
+        s
+    }
+
+    #[test]
+    fn ratios_follow_the_hot_frame_through_a_shift() {
+        let case = Case {
+            tracker: "dirty-log".to_owned(),
+            quota_share: 0.125,
+        };
+        let s = settings();
+        let r = analyze(&s, &case, "hotset", &trace()).unwrap();
+        assert_eq!(r.quota_frames, 1);
+        assert_eq!(r.timeline.len(), 20);
+        assert!(r.timeline.iter().all(|p| p.oracle_hit == 1.0));
+        assert_eq!(r.timeline[0].ratio, Some(0.0));
+        assert_eq!(r.timeline[2].ratio, Some(1.0));
+        let [p0, p1] = r.phases.as_slice() else {
+            panic!("{:?}", r.phases)
+        };
+        assert!((p0.convergence_secs.unwrap() - 0.2).abs() < 1e-9);
+        assert!((p1.convergence_secs.unwrap() - 0.3).abs() < 1e-9);
+        assert_eq!(p0.steady_ratio, Some(1.0));
+        assert_eq!(p1.steady_ratio, Some(1.0));
+        assert_eq!(p1.window_ratio, Some(1.0));
+        // Phase 0 inherits frame 0 on the fast tier: one swap; phase 1
+        // inherits frame 1: one swap.
+        assert_eq!((p0.promotions_needed, p0.demotions_needed), (1, 1));
+        assert_eq!(p1.min_bytes, 4 * MIB);
+        // Intervals ending in phase 0 moved 4 MiB, in phase 1 8 MiB;
+        // boot's 8 MiB are left out.
+        assert_eq!(p0.moved_bytes, 4 * MIB);
+        assert_eq!(p1.moved_bytes, 8 * MIB);
+        assert_eq!(r.moved_bytes, 12 * MIB);
+        assert_eq!(r.min_bytes, 8 * MIB);
+        assert_eq!(r.bytes_ratio, Some(1.5));
+        assert_eq!(r.shift_ratio, Some(1.0));
+        assert!((r.convergence_secs.unwrap() - 0.3).abs() < 1e-9);
+        assert_eq!(p0.mops, Some(2.0));
+        assert_eq!(r.mops, Some(1.5));
+        assert_eq!(r.rates.len(), 3);
+        assert!((r.rates[0].mbps - 4.0 * MIB as f64 / 1e6 / 1.2).abs() < 1e-9);
+        assert_eq!(r.engine.intervals, 4);
+    }
+
+    #[test]
+    fn a_phase_that_never_converges_has_no_convergence_time() {
+        let case = Case {
+            tracker: "dirty-log".to_owned(),
+            quota_share: 0.125,
+        };
+        let mut t = trace();
+        for s in &mut t.samples {
+            s.tiers = vec![1, 0, 1, 1, 1, 1, 1, 1];
+        }
+        let r = analyze(&settings(), &case, "hotset", &t).unwrap();
+        assert_eq!(r.phases[1].convergence_secs, None);
+        assert_eq!(r.phases[1].steady_ratio, Some(0.0));
+        assert_eq!(r.convergence_secs, None);
+        assert_eq!(r.shift_ratio, Some(0.0));
+        assert_eq!(r.steady_ratio, Some(0.5));
+    }
+
+    #[test]
+    fn no_phase_is_an_error() {
+        let case = Case {
+            tracker: "dirty-log".to_owned(),
+            quota_share: 0.125,
+        };
+        let mut t = trace();
+        t.phase_starts.clear();
+        assert!(matches!(
+            analyze(&settings(), &case, "hotset", &t),
+            Err(AnalysisError::NoPhases)
+        ));
+    }
+}

@@ -1,0 +1,199 @@
+//! One measured guest run: a fresh VM on two memfd tiers running one
+//! phased workload with the tiering engine on, the placement of every
+//! frame sampled from the VM runner's tick, and afterwards the payload's
+//! ground truth (read here, never handed to the engine), its phase reports
+//! and the engine's counters.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use thiserror::Error;
+
+use guest_abi::{AccessRange, GpaRange};
+use guest_memory::{BackendSpec, MemoryConfig, Placement, TierSpec, TieredMemory};
+use tiering::{EngineStats, TieringPolicy};
+use vmm::guest_state::{GuestState, PhaseReport};
+use vmm::migration::{MigrationConfig, MigratorKind};
+use vmm::vm::{PayloadSource, Vm, VmConfig, VmEnd, VmError};
+
+use super::settings::{Case, PolicySettings};
+
+/// Seconds a run may take beyond its phases (boot, warm-up writes).
+const SLACK_SECS: f64 = 120.0;
+
+/// Why one guest run failed.
+#[derive(Debug, Error)]
+pub enum RunError {
+    /// The VMM refused the configuration or could not create the VM (or
+    /// start its engine).
+    #[error("create VM")]
+    Create(#[source] VmError),
+    /// The VM was created without an engine.
+    #[error("the VM runs no tiering engine")]
+    NoEngine,
+    /// The vCPU threads could not run.
+    #[error("run the VM")]
+    Run(#[source] VmError),
+    /// The guest did not end successfully.
+    #[error("guest: {0}")]
+    Guest(String),
+}
+
+/// The placement at one moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// Seconds since the guest state was created (the clock of the
+    /// payload's phase starts).
+    pub at_secs: f64,
+    /// The phase running, when one is: its start was announced and no
+    /// vCPU has reported it finished.
+    pub phase: Option<u64>,
+    /// Tier of every frame.
+    pub tiers: Vec<u8>,
+}
+
+/// Everything a run recorded.
+#[derive(Debug, Clone)]
+pub struct Trace {
+    /// Placement samples, in time order.
+    pub samples: Vec<Sample>,
+    /// Seconds (same clock as the samples) at which each phase began.
+    pub phase_starts: BTreeMap<u64, f64>,
+    /// Ground truth per phase.
+    pub truths: BTreeMap<u64, Vec<AccessRange>>,
+    /// Every vCPU's phase reports.
+    pub reports: Vec<PhaseReport>,
+    /// Guest RAM, for the oracle's frame numbering.
+    pub ram: Vec<GpaRange>,
+    /// The engine's counters after the run.
+    pub stats: EngineStats,
+}
+
+/// The VM configuration of a run of `args` under `case`: the fast tier is
+/// exactly the quota (the VM's DRAM budget) and starts empty (slow-first:
+/// the slow tier holds all of RAM), so no frame is in the right place by
+/// accident of its address and the engine alone fills DRAM.
+pub fn vm_config(settings: &PolicySettings, case: &Case, args: &str) -> VmConfig {
+    let seconds = f64::from(settings.phases) * settings.phase_seconds + SLACK_SECS;
+    let quota = settings.quota_bytes(case);
+    let tier = |name: &str, size: u64| TierSpec {
+        name: name.to_owned(),
+        backend: BackendSpec::Memfd {
+            numa_node: None,
+            hugetlb: false,
+            prealloc: false,
+        },
+        size: Some(size),
+    };
+    let mut policy = TieringPolicy::with_quota(quota);
+    policy.tracker = case.tracker.clone();
+    VmConfig {
+        vcpus: settings.vcpus,
+        memory: MemoryConfig {
+            size: settings.guest_bytes,
+            frame_size: settings.frame_size,
+            tiers: vec![tier("fast", quota), tier("slow", settings.guest_bytes)],
+            placement: Placement::SlowFirst,
+            ..MemoryConfig::default()
+        },
+        payload: PayloadSource::Embedded,
+        args: args.to_owned(),
+        timeout: Some(Duration::from_secs_f64(seconds)),
+        migration: MigrationConfig {
+            migrator: MigratorKind::RemapPrecopy,
+            ..MigrationConfig::default()
+        },
+        dirty_log_tracking: false,
+        tiering: Some(policy),
+    }
+}
+
+/// Runs `args` in a fresh VM under `case`, sampling the placement every
+/// `settings.sample_ms`.
+pub fn run_once(settings: &PolicySettings, case: &Case, args: &str) -> Result<Trace, RunError> {
+    let config = vm_config(settings, case, args);
+    let mut vm = Vm::with_trackers(&config, Arc::new(|_, _| {}), &[]).map_err(RunError::Create)?;
+    let engine = vm.engine().cloned().ok_or(RunError::NoEngine)?;
+    let memory = vm.memory().clone();
+    let ram = memory
+        .regions()
+        .iter()
+        .map(|r| GpaRange {
+            start: r.gpa,
+            len: r.len,
+        })
+        .collect();
+    let mut samples = Vec::new();
+    let tick = Duration::from_millis(settings.sample_ms);
+    let end = vm
+        .run(tick, &mut |state, _| {
+            samples.push(sample(state, &memory));
+        })
+        .map_err(RunError::Run)?;
+    if end != VmEnd::Success {
+        return Err(RunError::Guest(end.describe()));
+    }
+    let state = vm.state();
+    Ok(Trace {
+        samples,
+        phase_starts: state.phase_starts(),
+        truths: state
+            .ground_truth()
+            .into_iter()
+            .map(|t| {
+                let ranges = t
+                    .ranges
+                    .iter()
+                    .map(|r| AccessRange {
+                        gpa: r.gpa,
+                        len: r.len,
+                        weight: r.weight,
+                        write_fraction: r.write_fraction,
+                    })
+                    .collect();
+                (t.phase, ranges)
+            })
+            .collect(),
+        reports: state.reports(),
+        ram,
+        stats: (*engine.stats()).clone(),
+    })
+}
+
+fn sample(state: &GuestState, memory: &TieredMemory) -> Sample {
+    let at_secs = state.started.elapsed().as_secs_f64();
+    let phase = state.phase_starts().keys().next_back().copied();
+    let phase = phase.filter(|&p| !state.reports().iter().any(|r| r.phase == p));
+    let tiers = memory.with_placement(|m| {
+        m.iter()
+            .map(|(_, loc)| u8::try_from(loc.tier).unwrap_or(u8::MAX))
+            .collect()
+    });
+    Sample {
+        at_secs,
+        phase,
+        tiers,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vm_config_gives_the_fast_tier_the_quota_and_runs_the_engine() {
+        let settings = PolicySettings::new(true, None).unwrap();
+        let case = Case {
+            tracker: "combined".to_owned(),
+            quota_share: 0.25,
+        };
+        let config = vm_config(&settings, &case, "hotset");
+        assert_eq!(config.memory.tiers[0].size, Some(settings.guest_bytes / 4));
+        assert_eq!(config.memory.tiers[1].size, Some(settings.guest_bytes));
+        assert_eq!(config.migration.migrator, MigratorKind::RemapPrecopy);
+        let policy = config.tiering.unwrap();
+        assert_eq!(policy.tracker, "combined");
+        assert_eq!(policy.fast_quota.max_bytes, settings.guest_bytes / 4);
+    }
+}

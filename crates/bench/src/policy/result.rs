@@ -1,0 +1,539 @@
+//! What the policy suite found: serde types for the JSON file, the
+//! issue's targets judged against them (reported, never asserted), and
+//! the tables printed and written as markdown.
+
+use serde::{Deserialize, Serialize};
+
+use super::settings::{
+    PolicySettings, TARGET_AFTER_SHIFT, TARGET_BYTES_RATIO, TARGET_SHIFT_SECS, TARGET_STEADY,
+    format_share,
+};
+use crate::size::format_size;
+use crate::table::{Align, RowWidthError, Table};
+use crate::track::{format_percent, format_us};
+
+/// The policy suite's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PolicyResult {
+    /// What was measured.
+    pub settings: PolicySettings,
+    /// One entry per workload and engine configuration.
+    pub runs: Vec<RunResult>,
+    /// The issue's targets against these runs.
+    pub targets: Targets,
+}
+
+/// One workload under one engine configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// The workload's name.
+    pub workload: String,
+    /// The payload's workload string.
+    pub args: String,
+    /// The engine's tracker.
+    pub tracker: String,
+    /// Fast-tier quota as a share of guest RAM.
+    pub quota_share: f64,
+    /// Fast-tier quota, bytes.
+    pub quota_bytes: u64,
+    /// Fast-tier quota, frames (the oracle's Q).
+    pub quota_frames: usize,
+    /// Mean over phases of each phase's steady-state ratio.
+    pub steady_ratio: Option<f64>,
+    /// The lowest ratio at the shift window over the phases after a shift
+    /// (phase ≥ 1); `None` when one has no sample that late.
+    pub shift_ratio: Option<f64>,
+    /// The longest convergence time over the phases after a shift;
+    /// `None` when one never reached the target ratio.
+    pub convergence_secs: Option<f64>,
+    /// Bytes the engine moved during the phases (both ways).
+    pub moved_bytes: u64,
+    /// The fewest bytes that reach the oracle's placement in every phase.
+    pub min_bytes: u64,
+    /// `moved_bytes / min_bytes`.
+    pub bytes_ratio: Option<f64>,
+    /// Mean guest throughput over the phases, Mops/s.
+    pub mops: Option<f64>,
+    /// Per phase.
+    pub phases: Vec<PhaseResult>,
+    /// The engine's own counters over the whole run (boot included).
+    pub engine: EngineSummary,
+    /// The DRAM-hit ratio at every placement sample inside a phase.
+    pub timeline: Vec<TimePoint>,
+    /// Migration rate per engine interval from phase 0 on.
+    pub rates: Vec<RatePoint>,
+}
+
+/// One phase of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseResult {
+    /// The phase (0 follows boot and warm-up; later ones are shifts).
+    pub phase: u64,
+    /// When it began, seconds after phase 0 began.
+    pub start_secs: f64,
+    /// Its length, seconds.
+    pub seconds: f64,
+    /// Placement samples taken in it.
+    pub samples: usize,
+    /// Guest throughput, Mops/s (every vCPU's phase report).
+    pub mops: Option<f64>,
+    /// The oracle's DRAM-hit ratio (top-Q frames).
+    pub oracle_hit: f64,
+    /// Mean engine/oracle ratio over the phase's second half.
+    pub steady_ratio: Option<f64>,
+    /// Engine/oracle ratio at the shift window (3 s, or the phase's end in
+    /// `--quick`).
+    pub window_ratio: Option<f64>,
+    /// Seconds until the ratio first reached the after-shift target.
+    pub convergence_secs: Option<f64>,
+    /// Promotions the oracle's placement needs from the inherited one.
+    pub promotions_needed: usize,
+    /// Demotions they need (the quota is full).
+    pub demotions_needed: usize,
+    /// `(promotions + demotions) × frame size`.
+    pub min_bytes: u64,
+    /// Bytes the engine moved in the phase.
+    pub moved_bytes: u64,
+}
+
+/// The engine's counters after a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineSummary {
+    /// Intervals completed.
+    pub intervals: u64,
+    /// Frames promoted.
+    pub promoted_frames: u64,
+    /// Bytes promoted.
+    pub promoted_bytes: u64,
+    /// Frames demoted.
+    pub demoted_frames: u64,
+    /// Bytes demoted.
+    pub demoted_bytes: u64,
+    /// Exchanges (a promotion paired with a demotion).
+    pub exchanges: u64,
+    /// Moves the migrator aborted.
+    pub aborted: u64,
+    /// Tracker failures.
+    pub tracker_errors: u64,
+    /// The engine's last error, if any.
+    pub last_error: Option<String>,
+    /// Mean µs per interval collecting the tracker's sample.
+    pub collect_us: f64,
+    /// Mean µs per interval updating the heat model.
+    pub heat_us: f64,
+    /// Mean µs per interval planning.
+    pub plan_us: f64,
+    /// Mean µs per interval migrating.
+    pub migrate_us: f64,
+}
+
+/// The DRAM-hit ratio at one placement sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimePoint {
+    /// Seconds after phase 0 began.
+    pub secs: f64,
+    /// The phase running.
+    pub phase: u64,
+    /// Share of the phase's accesses the placement serves from DRAM.
+    pub engine_hit: f64,
+    /// The oracle's share.
+    pub oracle_hit: f64,
+    /// `engine_hit / oracle_hit`.
+    pub ratio: Option<f64>,
+    /// Frames on the fast tier.
+    pub fast_frames: usize,
+}
+
+/// Migration rate over one engine interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RatePoint {
+    /// The interval's end, seconds after phase 0 began.
+    pub secs: f64,
+    /// MB/s (10^6 bytes) moved both ways.
+    pub mbps: f64,
+}
+
+/// The issue's targets against every run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Targets {
+    /// Steady-state DRAM-hit ratio ≥ 95 % of the oracle's.
+    pub steady: Verdict,
+    /// ≥ 90 % of the oracle's within 3 s of a phase shift.
+    pub after_shift: Verdict,
+    /// Bytes migrated ≤ 1.5 × the minimum.
+    pub bytes: Verdict,
+}
+
+/// One target: met by every run or not, with the worst run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// The bound.
+    pub bound: f64,
+    /// Whether every run kept to it (false when nothing was measured).
+    pub met: bool,
+    /// Runs that kept to it.
+    pub runs_met: usize,
+    /// Runs judged.
+    pub runs: usize,
+    /// The worst value (`None`: a run had no value, which misses).
+    pub worst: Option<f64>,
+    /// Where the worst value was measured.
+    pub worst_run: Option<String>,
+}
+
+impl Verdict {
+    /// Judges `values` (run label, value; `None` misses) against `bound`,
+    /// from below (`at_least`) or above.
+    fn judge(values: &[(String, Option<f64>)], bound: f64, at_least: bool) -> Self {
+        let keeps =
+            |v: Option<f64>| v.is_some_and(|v| if at_least { v >= bound } else { v <= bound });
+        // Worse: missing, then further from the bound.
+        let badness = |v: Option<f64>| match v {
+            None => f64::INFINITY,
+            Some(v) if at_least => -v,
+            Some(v) => v,
+        };
+        let worst = values
+            .iter()
+            .max_by(|a, b| badness(a.1).total_cmp(&badness(b.1)));
+        let runs_met = values.iter().filter(|(_, v)| keeps(*v)).count();
+        Self {
+            bound,
+            met: !values.is_empty() && runs_met == values.len(),
+            runs_met,
+            runs: values.len(),
+            worst: worst.and_then(|w| w.1),
+            worst_run: worst.map(|w| w.0.clone()),
+        }
+    }
+
+    fn describe(&self, what: &str, value: impl Fn(Option<f64>) -> String) -> String {
+        let verdict = if self.met { "met" } else { "NOT MET" };
+        let worst = self.worst_run.as_ref().map_or_else(String::new, |run| {
+            format!("; worst {} ({run})", value(self.worst))
+        });
+        format!(
+            "target: {what} — {verdict} ({} of {} runs){worst}",
+            self.runs_met, self.runs
+        )
+    }
+}
+
+impl Targets {
+    /// Judges `runs`.
+    pub fn judge(runs: &[RunResult]) -> Self {
+        let values = |f: fn(&RunResult) -> Option<f64>| -> Vec<(String, Option<f64>)> {
+            runs.iter().map(|r| (r.label(), f(r))).collect()
+        };
+        Self {
+            steady: Verdict::judge(&values(|r| r.steady_ratio), TARGET_STEADY, true),
+            after_shift: Verdict::judge(&values(|r| r.shift_ratio), TARGET_AFTER_SHIFT, true),
+            bytes: Verdict::judge(
+                &values(RunResult::judged_bytes_ratio),
+                TARGET_BYTES_RATIO,
+                false,
+            ),
+        }
+    }
+
+    /// One line per target.
+    pub fn describe(&self, shift_window_secs: f64) -> Vec<String> {
+        vec![
+            self.steady.describe(
+                &format!(
+                    "steady-state DRAM-hit ≥ {} of the oracle's",
+                    format_share(TARGET_STEADY)
+                ),
+                format_ratio,
+            ),
+            self.after_shift.describe(
+                &format!(
+                    "DRAM-hit ≥ {} of the oracle's {} s after a phase shift (the issue: within \
+                     {} s)",
+                    format_share(TARGET_AFTER_SHIFT),
+                    shift_window_secs,
+                    TARGET_SHIFT_SECS
+                ),
+                format_ratio,
+            ),
+            self.bytes.describe(
+                &format!("bytes migrated ≤ {TARGET_BYTES_RATIO}× the minimum needed"),
+                |v| v.map_or_else(|| "—".to_owned(), |v| format!("{v:.2}×")),
+            ),
+        ]
+    }
+}
+
+impl RunResult {
+    /// The bytes ratio the target is judged on: as measured, 0 when
+    /// nothing was needed and nothing moved, `None` (a miss) when nothing
+    /// was needed and something moved.
+    pub fn judged_bytes_ratio(&self) -> Option<f64> {
+        match (self.min_bytes, self.moved_bytes) {
+            (0, 0) => Some(0.0),
+            (0, _) => None,
+            _ => self.bytes_ratio,
+        }
+    }
+
+    /// `hotset, dirty-log, quota 25%`.
+    pub fn label(&self) -> String {
+        format!(
+            "{}, {}, quota {}",
+            self.workload,
+            self.tracker,
+            format_share(self.quota_share)
+        )
+    }
+}
+
+/// `97.3%`, or `—`.
+pub fn format_ratio(ratio: Option<f64>) -> String {
+    format_percent(ratio)
+}
+
+fn format_secs(secs: Option<f64>) -> String {
+    secs.map_or_else(|| "never".to_owned(), |s| format!("{s:.1} s"))
+}
+
+fn format_mops(mops: Option<f64>) -> String {
+    mops.map_or_else(|| "—".to_owned(), |m| format!("{m:.2}"))
+}
+
+fn format_bytes_ratio(r: Option<f64>) -> String {
+    r.map_or_else(|| "—".to_owned(), |r| format!("{r:.2}×"))
+}
+
+impl PolicyResult {
+    /// Puts the run together and judges it.
+    pub fn new(settings: PolicySettings, runs: Vec<RunResult>) -> Self {
+        let targets = Targets::judge(&runs);
+        Self {
+            settings,
+            runs,
+            targets,
+        }
+    }
+
+    /// Lines explaining the method and the targets.
+    pub fn summary(&self) -> Vec<String> {
+        let mut lines = vec![
+            self.settings.describe(),
+            "DRAM-hit at a sample = Σ over frames on the fast tier of the oracle's access \
+             probability for the phase running (the payload's ground truth, read by the harness \
+             only, never by the engine); oracle = Σ of the Q largest (Q = quota frames); ratio = \
+             engine / oracle. Boot and warm-up are left out; the payload's own frames (code, \
+             stacks) are outside the ground truth and count 0"
+                .to_owned(),
+            format!(
+                "steady = mean ratio over the second half of each phase, averaged over phases; \
+                 after shift = the lowest ratio {} s into a phase ≥ 1; convergence = the longest \
+                 time from a phase ≥ 1 beginning to the ratio first reaching {}",
+                self.settings.shift_window_secs,
+                format_share(TARGET_AFTER_SHIFT)
+            ),
+            "minimum bytes = per phase, the fewest promotions that give the placement the phase \
+             inherited the oracle's DRAM-hit (frames as hot as the Q-th are interchangeable, \
+             frames never accessed never needed) plus the demotions that make room, × frame \
+             size; migrated = the engine's promoted + demoted bytes in intervals ending inside \
+             the phases"
+                .to_owned(),
+        ];
+        lines.extend(self.targets.describe(self.settings.shift_window_secs));
+        lines
+    }
+
+    /// The run, per-phase and engine tables.
+    pub fn tables(&self) -> Result<Vec<Table>, RowWidthError> {
+        Ok(vec![
+            self.run_table()?,
+            self.phase_table()?,
+            self.engine_table()?,
+        ])
+    }
+
+    fn run_table(&self) -> Result<Table, RowWidthError> {
+        let mut table = Table::new(
+            format!(
+                "Tiering engine against the oracle ({} guest, DRAM-hit as a share of the \
+                 oracle's)",
+                format_size(self.settings.guest_bytes)
+            ),
+            &[
+                ("workload", Align::Left),
+                ("tracker", Align::Left),
+                ("quota", Align::Right),
+                ("steady", Align::Right),
+                ("after shift", Align::Right),
+                ("convergence", Align::Right),
+                ("migrated", Align::Right),
+                ("minimum", Align::Right),
+                ("migrated / min", Align::Right),
+                ("Mops/s", Align::Right),
+            ],
+        );
+        for r in &self.runs {
+            table.push_row(vec![
+                r.workload.clone(),
+                r.tracker.clone(),
+                format!(
+                    "{} ({})",
+                    format_share(r.quota_share),
+                    format_size(r.quota_bytes)
+                ),
+                format_ratio(r.steady_ratio),
+                format_ratio(r.shift_ratio),
+                format_secs(r.convergence_secs),
+                format_size(r.moved_bytes),
+                format_size(r.min_bytes),
+                format_bytes_ratio(r.bytes_ratio),
+                format_mops(r.mops),
+            ])?;
+        }
+        Ok(table)
+    }
+
+    fn phase_table(&self) -> Result<Table, RowWidthError> {
+        let mut table = Table::new(
+            "Per phase (phase 0 follows boot and warm-up; later phases are shifts)",
+            &[
+                ("workload", Align::Left),
+                ("tracker", Align::Left),
+                ("quota", Align::Right),
+                ("phase", Align::Right),
+                ("Mops/s", Align::Right),
+                ("oracle hit", Align::Right),
+                ("steady", Align::Right),
+                (
+                    &format!("at {} s", self.settings.shift_window_secs),
+                    Align::Right,
+                ),
+                ("convergence", Align::Right),
+                ("promotions needed", Align::Right),
+                ("migrated", Align::Right),
+                ("minimum", Align::Right),
+            ],
+        );
+        for r in &self.runs {
+            for p in &r.phases {
+                table.push_row(vec![
+                    r.workload.clone(),
+                    r.tracker.clone(),
+                    format_share(r.quota_share),
+                    p.phase.to_string(),
+                    format_mops(p.mops),
+                    format_ratio(Some(p.oracle_hit)),
+                    format_ratio(p.steady_ratio),
+                    format_ratio(p.window_ratio),
+                    format_secs(p.convergence_secs),
+                    p.promotions_needed.to_string(),
+                    format_size(p.moved_bytes),
+                    format_size(p.min_bytes),
+                ])?;
+            }
+        }
+        Ok(table)
+    }
+
+    fn engine_table(&self) -> Result<Table, RowWidthError> {
+        let mut table = Table::new(
+            "Engine counters over the whole run (boot and warm-up included) and mean time per \
+             interval",
+            &[
+                ("workload", Align::Left),
+                ("tracker", Align::Left),
+                ("quota", Align::Right),
+                ("intervals", Align::Right),
+                ("promoted", Align::Right),
+                ("demoted", Align::Right),
+                ("exchanges", Align::Right),
+                ("aborted", Align::Right),
+                ("collect", Align::Right),
+                ("heat", Align::Right),
+                ("plan", Align::Right),
+                ("migrate", Align::Right),
+            ],
+        );
+        for r in &self.runs {
+            let e = &r.engine;
+            table.push_row(vec![
+                r.workload.clone(),
+                r.tracker.clone(),
+                format_share(r.quota_share),
+                e.intervals.to_string(),
+                format!("{} ({})", e.promoted_frames, format_size(e.promoted_bytes)),
+                format!("{} ({})", e.demoted_frames, format_size(e.demoted_bytes)),
+                e.exchanges.to_string(),
+                e.aborted.to_string(),
+                format_us(e.collect_us),
+                format_us(e.heat_us),
+                format_us(e.plan_us),
+                format_us(e.migrate_us),
+            ])?;
+        }
+        Ok(table)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::sample_policy_result;
+
+    #[test]
+    fn targets_name_the_worst_run() {
+        let r = sample_policy_result();
+        assert!(r.targets.steady.met, "{:?}", r.targets);
+        assert!(!r.targets.after_shift.met);
+        assert_eq!(
+            r.targets.after_shift.worst_run.as_deref(),
+            Some("zipf, dirty-log, quota 25%")
+        );
+        assert!(!r.targets.bytes.met);
+        assert_eq!(r.targets.bytes.worst, Some(3.0));
+        let lines = r.targets.describe(3.0);
+        assert!(lines[0].contains("— met (2 of 2 runs)"), "{lines:?}");
+        assert!(
+            lines[1].contains("NOT MET (1 of 2 runs); worst 80.0% (zipf"),
+            "{lines:?}"
+        );
+        assert!(lines[2].contains("worst 3.00×"), "{lines:?}");
+        assert!(
+            !Targets::judge(&[]).steady.met,
+            "nothing measured is not met"
+        );
+        let mut none_needed = r.runs[0].clone();
+        none_needed.min_bytes = 0;
+        none_needed.moved_bytes = 0;
+        assert_eq!(none_needed.judged_bytes_ratio(), Some(0.0));
+        none_needed.moved_bytes = 1;
+        assert_eq!(none_needed.judged_bytes_ratio(), None);
+    }
+
+    #[test]
+    fn a_missing_value_misses() {
+        let values = [("a".to_owned(), Some(0.99)), ("b".to_owned(), None)];
+        let v = Verdict::judge(&values, 0.95, true);
+        assert!(!v.met);
+        assert_eq!(v.runs_met, 1);
+        assert_eq!(v.worst_run.as_deref(), Some("b"));
+        assert_eq!(v.worst, None);
+    }
+
+    #[test]
+    fn tables_have_a_row_per_run_and_phase() {
+        let r = sample_policy_result();
+        let tables = r.tables().unwrap();
+        assert_eq!(tables.len(), 3);
+        assert_eq!(tables[0].rows().len(), 2);
+        assert_eq!(tables[1].rows().len(), 4);
+        assert_eq!(tables[2].rows().len(), 2);
+        let row = &tables[0].rows()[0];
+        assert_eq!(row[2], "25% (64 MiB)");
+        assert_eq!(row[3], "98.0%");
+        assert_eq!(row[5], "0.4 s");
+        assert_eq!(row[8], "1.00×");
+        assert_eq!(tables[0].rows()[1][5], "never");
+        assert_eq!(tables[1].headers()[7], "at 1.8 s");
+    }
+}
