@@ -2,57 +2,18 @@
 //! write guard (remap), the KVM dirty log and host write log (pre-copy),
 //! and the copy engine.
 
-use std::str::FromStr;
 use std::sync::Arc;
 
 use thiserror::Error;
 
 use access_track::{DirtyLogError, KvmDirtyLog};
+pub use guest_memory::migrate::MigratorKind;
 use guest_memory::migrate::{
     CombinedDirty, GuardError, GuardOptions, HostWriteLog, KernelError, KernelMigrator,
     PrecopyConfig, RemapError, RemapMigrator, WriteGuard,
 };
 use guest_memory::{Migrator, TieredMemory};
 use page_copy::{CopyError, EngineSpec, engine_from_spec};
-
-/// The migrators a VM can use.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum MigratorKind {
-    /// No migration (frames stay where initial placement put them).
-    #[default]
-    None,
-    /// userfaultfd write-protect → copy → remap.
-    Remap,
-    /// Remap with pre-copy over the KVM dirty log.
-    RemapPrecopy,
-    /// `move_pages(2)` between NUMA nodes (shared-numa backing).
-    Kernel,
-}
-
-impl MigratorKind {
-    /// Whether memslots need dirty logging.
-    pub fn needs_dirty_log(self) -> bool {
-        self == MigratorKind::RemapPrecopy
-    }
-}
-
-impl FromStr for MigratorKind {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(match s {
-            "none" => MigratorKind::None,
-            "remap" => MigratorKind::Remap,
-            "remap-precopy" => MigratorKind::RemapPrecopy,
-            "kernel" => MigratorKind::Kernel,
-            _ => {
-                return Err(format!(
-                    "unknown migrator '{s}' (none, remap, remap-precopy, kernel)"
-                ));
-            }
-        })
-    }
-}
 
 /// Migration settings of a VM.
 #[derive(Clone, Debug, PartialEq, Eq)]

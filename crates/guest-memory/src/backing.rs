@@ -15,7 +15,8 @@ use crate::tier::{BackendSpec, TierSpec};
 
 /// The backing mode of guest RAM.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "mode")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "kebab-case", tag = "mode", deny_unknown_fields)]
 pub enum Backing {
     /// Each tier is its own backing object (memfd, device-DAX or file);
     /// frames move by copying and remapping (the remap migrator).

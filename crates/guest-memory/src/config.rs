@@ -27,18 +27,26 @@ pub const MAX_SIZE: u64 = 64 * TIB;
 
 /// Guest memory as configured.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
 pub struct MemoryConfig {
     /// Guest RAM in bytes.
     pub size: u64,
     /// Bytes per frame (power of two, ≥ 4 KiB).
+    #[serde(default = "default_frame_size")]
     pub frame_size: u64,
     /// Tiers, fastest first.
     pub tiers: Vec<TierSpec>,
     /// Initial placement of frames on tiers.
+    #[serde(default)]
     pub placement: Placement,
     /// Backing mode: per-tier objects (default) or one memfd over NUMA nodes.
     #[serde(default)]
     pub backing: Backing,
+}
+
+fn default_frame_size() -> u64 {
+    DEFAULT_FRAME_SIZE
 }
 
 impl MemoryConfig {

@@ -8,6 +8,7 @@ use thiserror::Error;
 
 /// How frames are spread over the tiers when the VM is created.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum Placement {
     /// Fill tier 0 up to its capacity, then tier 1, and so on.

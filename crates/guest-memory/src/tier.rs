@@ -27,34 +27,42 @@ const KEYS: [&str; 7] = [
 
 /// One tier of guest memory as configured: a name, a backend and a capacity.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
 pub struct TierSpec {
     /// Name used in messages, statistics and the API (letters, digits, `-`, `_`).
     pub name: String,
     /// What backs the tier.
     pub backend: BackendSpec,
     /// Capacity in bytes. `None` only for file backends, where it means the file's size.
+    #[serde(default)]
     pub size: Option<u64>,
 }
 
 /// The backing object of a tier.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "kebab-case", tag = "kind", deny_unknown_fields)]
 pub enum BackendSpec {
     /// Shared anonymous memory (`memfd_create`).
     Memfd {
         /// Host NUMA node the memory is bound to (`mbind(MPOL_BIND)`).
+        #[serde(default)]
         numa_node: Option<u32>,
         /// Back the memfd with 2 MiB hugetlb pages.
+        #[serde(default)]
         hugetlb: bool,
         /// Allocate the whole tier when the VM starts and keep released
         /// slots' memory for reuse (like QEMU's prealloc): migrations then
         /// copy into memory that exists instead of allocating it page by
         /// page, at the cost of committing the tier's full capacity.
+        #[serde(default)]
         prealloc: bool,
     },
     /// A device-DAX character device or a regular file, mapped shared.
     File {
         /// Path of the device or file.
+        #[cfg_attr(feature = "openapi", schema(value_type = String))]
         path: PathBuf,
     },
 }

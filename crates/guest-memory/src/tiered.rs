@@ -33,6 +33,7 @@ use crate::verify::verify;
 
 /// Occupancy of one tier, derived from the placement map.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TierUsage {
     /// Tier name.
     pub name: String,

@@ -14,6 +14,7 @@ pub mod guard;
 mod kernel;
 mod kernel_pages;
 mod kernel_plan;
+mod kind;
 pub mod remap;
 mod report;
 mod urgent;
@@ -25,6 +26,7 @@ pub use faults::{FaultInjection, Step};
 pub use guard::{GuardError, GuardOptions, MinorFaultSink, WindowLock, WriteGuard};
 pub use kernel::{KernelError, KernelMigrator};
 pub use kernel_pages::PageCounts;
+pub use kind::MigratorKind;
 pub use remap::{PrecopyConfig, RemapError, RemapMigrator};
 pub use report::BatchReport;
 
