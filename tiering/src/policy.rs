@@ -109,6 +109,7 @@ pub enum PolicyError {
 }
 
 /// The fast-tier quota of a VM.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FastQuota {
@@ -121,6 +122,7 @@ pub struct FastQuota {
 }
 
 /// How the hot threshold is set.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Threshold {
@@ -138,6 +140,7 @@ pub enum Threshold {
 
 /// A guest-physical range whose frames never move (e.g. memory a device
 /// DMAs to). A frame partly inside is pinned whole.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PinnedRange {
@@ -155,6 +158,7 @@ impl PinnedRange {
 }
 
 /// The heat model's settings as the policy spells them.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HeatSettings {
@@ -188,6 +192,7 @@ impl HeatSettings {
 }
 
 /// Everything the engine does for one VM, changeable while the VM runs.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TieringPolicy {

@@ -16,6 +16,7 @@ use crate::policy::FastQuota;
 pub const RECENT_INTERVALS: usize = 300;
 
 /// Frames and bytes moved one way.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct MoveCount {
     /// Frames.
@@ -32,6 +33,7 @@ impl MoveCount {
 }
 
 /// Microseconds spent per stage, summed over all intervals.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct StageMicros {
     /// Collecting the tracker's sample.
@@ -45,6 +47,7 @@ pub struct StageMicros {
 }
 
 /// One interval.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct IntervalRecord {
     /// Interval number (from 1).
@@ -68,6 +71,7 @@ pub struct IntervalRecord {
 }
 
 /// Where a live rebalance stands.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case", tag = "state")]
 pub enum RebalanceState {
@@ -83,6 +87,7 @@ pub enum RebalanceState {
 }
 
 /// Progress of the last rebalance.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct RebalanceProgress {
     /// The new fast-tier quota in bytes.
@@ -102,6 +107,7 @@ pub struct RebalanceProgress {
 }
 
 /// A snapshot of the engine's counters.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct EngineStats {
     /// Intervals completed.
@@ -143,6 +149,7 @@ pub struct EngineStats {
 }
 
 /// Per frame: tier and heat (for heat maps and the API's frame listing).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct FrameView {
     /// Tier index per frame.
