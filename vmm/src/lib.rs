@@ -2,20 +2,24 @@
 //!
 //! This crate owns the VM lifecycle: CPU state ([`arch`]), payload images
 //! and boot ([`payload`]), devices ([`devices`]), vCPU threads ([`vcpu`]),
-//! the VM ([`vm`]), the command line ([`cli`]) and what a run reports
-//! ([`guest_state`], [`report`], [`status`]).
+//! pausing and stopping them ([`pause`], [`vcpu_control`]), the VM
+//! ([`vm`], [`vm_engine`]), the command line ([`cli`]) and what a run
+//! reports ([`guest_state`], [`report`], [`status`]).
 
 pub mod arch;
 pub mod cli;
 pub mod devices;
 pub mod guest_state;
 pub mod migration;
+pub mod pause;
 pub mod payload;
 pub mod report;
 pub mod shuffle;
 pub mod status;
 pub mod vcpu;
+pub mod vcpu_control;
 pub mod vm;
+pub mod vm_engine;
 pub mod vm_trackers;
 
 /// An error and its causes on one line, for command-line reports.

@@ -95,7 +95,7 @@ fn run(args: &RunArgs) -> ExitCode {
         }
     }
     match end {
-        VmEnd::Success => ExitCode::SUCCESS,
+        VmEnd::Success | VmEnd::Stopped => ExitCode::SUCCESS,
         VmEnd::GuestExit { .. } => fail(EXIT_GUEST_CODE, &format!("error: {}", end.describe())),
         VmEnd::Failed { .. } => fail(EXIT_GUEST_FAILED, &format!("error: {}", end.describe())),
         VmEnd::TimedOut { .. } => fail(EXIT_TIMEOUT, &format!("error: {}", end.describe())),

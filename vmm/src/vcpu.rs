@@ -1,5 +1,6 @@
-//! vCPU threads: the KVM_RUN loop, exit handling, and stopping a vCPU from
-//! another thread (a stop flag plus a signal that interrupts KVM_RUN).
+//! vCPU threads: the KVM_RUN loop, exit handling, and stopping or pausing
+//! a vCPU from another thread (a stop flag or the pause gate, plus a
+//! signal that interrupts KVM_RUN).
 
 use std::sync::Arc;
 use std::sync::Once;
@@ -10,6 +11,7 @@ use serde::Serialize;
 use vmm_sys_util::signal::{SIGRTMIN, register_signal_handler};
 
 use crate::devices::hypercall::{HypercallDevice, Outcome};
+use crate::pause::PauseGate;
 
 /// Signal used to kick a vCPU thread out of KVM_RUN.
 pub fn kick_signal() -> libc::c_int {
@@ -59,16 +61,25 @@ pub struct Vcpu {
     fd: VcpuFd,
     hypercalls: HypercallDevice,
     stop: Arc<AtomicBool>,
+    gate: Arc<PauseGate>,
 }
 
 impl Vcpu {
-    /// Wraps a configured vCPU.
-    pub fn new(index: u32, fd: VcpuFd, hypercalls: HypercallDevice, stop: Arc<AtomicBool>) -> Self {
+    /// Wraps a configured vCPU that stops when `stop` is raised and parks
+    /// while `gate` is closed.
+    pub fn new(
+        index: u32,
+        fd: VcpuFd,
+        hypercalls: HypercallDevice,
+        stop: Arc<AtomicBool>,
+        gate: Arc<PauseGate>,
+    ) -> Self {
         Vcpu {
             index,
             fd,
             hypercalls,
             stop,
+            gate,
         }
     }
 
@@ -77,9 +88,11 @@ impl Vcpu {
         VcpuEnd::Failed { reason, rip }
     }
 
-    /// Runs until the guest exits, fails, or the stop flag is raised.
+    /// Runs until the guest exits, fails, or the stop flag is raised;
+    /// parks at the pause gate between exits while it is closed.
     pub fn run(mut self) -> VcpuEnd {
         loop {
+            self.gate.park_if_closed(&self.stop);
             if self.stop.load(Ordering::Acquire) {
                 return VcpuEnd::Stopped;
             }

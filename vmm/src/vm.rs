@@ -1,18 +1,17 @@
 //! A payload VM: validates its configuration, builds tiered guest memory,
 //! the KVM VM and its vCPUs, loads the payload, and runs the vCPU threads
-//! until the guest exits, fails or times out.
+//! until the guest exits, fails, times out or is stopped; other threads
+//! pause, resume and stop it through a [`VcpuControl`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use kvm_bindings::kvm_userspace_memory_region;
 use kvm_ioctls::{Kvm, VmFd};
 use thiserror::Error;
-use vmm_sys_util::signal::Killable;
 
 use access_track::{
     AccessTracker, FaultSampleConfig, KvmDirtyLog, Memslot, TrackerBuildError, TrackerKind,
@@ -21,16 +20,20 @@ use access_track::{
 use guest_abi::GpaRange;
 use guest_memory::migrate::{GuardError, GuardOptions, HostWriteLog, WriteGuard};
 use guest_memory::{BackendKind, MemoryConfig, Migrator, TierUsage, TieredMemory};
-use tiering::{Engine, EngineError, EngineParts, TieringPolicy};
+use tiering::{Engine, EngineError, TieringPolicy};
 
 use crate::arch::regs::{self, EntryState, RegsError};
 use crate::devices::hypercall::{HypercallDevice, LogSink};
 use crate::guest_state::GuestState;
 use crate::migration::{self, MigrationConfig, MigrationError, MigratorKind};
+use crate::pause::PauseGate;
 use crate::payload::boot::{BootError, BootPlan};
 use crate::payload::elf::{self, ElfError};
 use crate::payload::embedded::WORKLOADS_ELF;
 use crate::vcpu::{self, Vcpu, VcpuEnd};
+use crate::vcpu_control::{VcpuControl, VcpuThreads};
+pub use crate::vm_engine::EngineStart;
+use crate::vm_engine::{PendingParts, VmEngine};
 use crate::vm_trackers::VmTrackers;
 
 /// Where the payload image comes from.
@@ -164,6 +167,8 @@ pub enum VmEnd {
         /// Seconds allowed.
         seconds: f64,
     },
+    /// Stopped through [`VcpuControl::stop`] before every vCPU exited.
+    Stopped,
 }
 
 impl VmEnd {
@@ -179,8 +184,24 @@ impl VmEnd {
                 None => format!("vCPU {vcpu} failed: {reason}"),
             },
             VmEnd::TimedOut { seconds } => format!("guest timed out after {seconds} s"),
+            VmEnd::Stopped => "guest stopped by the VMM".into(),
         }
     }
+
+    /// Whether the guest ended well: every vCPU exited with code 0, or the
+    /// VMM stopped it on request.
+    pub fn is_success(&self) -> bool {
+        matches!(self, VmEnd::Success | VmEnd::Stopped)
+    }
+}
+
+/// How a VM is built, beyond its [`VmConfig`].
+#[derive(Clone, Debug, Default)]
+pub struct VmOptions {
+    /// Access trackers to be ready for (see [`Vm::with_trackers`]).
+    pub trackers: Vec<TrackerKind>,
+    /// When the tiering engine starts.
+    pub engine_start: EngineStart,
 }
 
 /// Asks a payload to finish gracefully (sets the boot info's stop word);
@@ -213,8 +234,10 @@ pub struct Vm {
     // Field order is drop order: the engine, vCPUs and the migrator go
     // before the VM (and its memslots), which goes before the memory that
     // backs them.
-    engine: Option<Arc<Engine>>,
+    engine: VmEngine,
     vcpus: Vec<Vcpu>,
+    threads: Arc<VcpuThreads>,
+    gate: Arc<PauseGate>,
     migrator: Option<Arc<dyn Migrator>>,
     guard: Option<Arc<WriteGuard>>,
     dirty_log: Option<KvmDirtyLog>,
@@ -245,6 +268,24 @@ impl Vm {
         log: LogSink,
         trackers: &[TrackerKind],
     ) -> Result<Self, VmError> {
+        let options = VmOptions {
+            trackers: trackers.to_vec(),
+            engine_start: EngineStart::AtCreate,
+        };
+        Self::with_options(config, log, &options)
+    }
+
+    /// Like [`with_trackers`](Self::with_trackers), with the trackers and
+    /// the engine's start as `options` say. With [`EngineStart::AtBoot`]
+    /// the policy is checked here (an invalid one fails the creation) and
+    /// the engine starts in [`start_engine`](Self::start_engine) or
+    /// [`run`](Self::run).
+    pub fn with_options(
+        config: &VmConfig,
+        log: LogSink,
+        options: &VmOptions,
+    ) -> Result<Self, VmError> {
+        let trackers = &options.trackers[..];
         let kvm = Kvm::new().map_err(kvm_err("opening /dev/kvm"))?;
         let max = u32::try_from(kvm.get_max_vcpus()).unwrap_or(u32::MAX);
         if config.vcpus == 0 || config.vcpus > max {
@@ -376,6 +417,7 @@ impl Vm {
 
         let state = Arc::new(GuestState::new(config.vcpus));
         let stop = Arc::new(AtomicBool::new(false));
+        let gate = Arc::new(PauseGate::new());
         let device = HypercallDevice::new(
             memory.guest_memory().clone(),
             state.clone(),
@@ -395,26 +437,34 @@ impl Vm {
                     boot_info: crate::arch::layout::BOOT_INFO_GPA,
                 },
             )?;
-            vcpus.push(Vcpu::new(index, fd, device.clone(), stop.clone()));
+            vcpus.push(Vcpu::new(
+                index,
+                fd,
+                device.clone(),
+                stop.clone(),
+                gate.clone(),
+            ));
         }
         let engine = match (&config.tiering, &migrator) {
-            (Some(policy), Some(m)) => Some(Arc::new(Engine::start(
-                EngineParts {
-                    memory: memory.clone(),
+            (Some(policy), Some(m)) => VmEngine::new(
+                PendingParts {
                     migrator: m.clone(),
-                    trackers: Box::new(VmTrackers {
+                    trackers: VmTrackers {
                         memory: memory.clone(),
                         dirty_log: kvm_dirty.clone(),
                         guard: guard.clone(),
-                    }),
+                    },
                 },
                 policy.clone(),
-            )?)),
-            _ => None,
+                options.engine_start,
+            )?,
+            _ => VmEngine::None,
         };
         Ok(Vm {
             engine,
             vcpus,
+            threads: Arc::new(VcpuThreads::default()),
+            gate,
             migrator,
             guard,
             dirty_log: kvm_dirty,
@@ -428,10 +478,42 @@ impl Vm {
         })
     }
 
-    /// The VM's tiering engine, when the configuration has a policy. It
-    /// runs from VM creation until [`run`](Self::run) returns.
+    /// The VM's tiering engine, when the configuration has a policy and
+    /// the engine has started. It runs from VM creation (or, with
+    /// [`EngineStart::AtBoot`], from [`start_engine`](Self::start_engine)
+    /// or [`run`](Self::run)) until `run` returns; its snapshots stay
+    /// readable after.
     pub fn engine(&self) -> Option<&Arc<Engine>> {
-        self.engine.as_ref()
+        self.engine.engine()
+    }
+
+    /// Starts a tiering engine deferred by [`EngineStart::AtBoot`]
+    /// (nothing to do otherwise). On failure nothing has started, and the
+    /// engine stays deferred.
+    pub fn start_engine(&mut self) -> Result<(), VmError> {
+        Ok(self.engine.start()?)
+    }
+
+    /// The tiering policy in force or waiting for the engine to start;
+    /// `None` without tiering.
+    pub fn tiering_policy(&self) -> Option<TieringPolicy> {
+        self.engine.policy()
+    }
+
+    /// Replaces the tiering policy as a whole, before or after the engine
+    /// starts; an invalid one changes nothing. `None` without tiering.
+    pub fn set_tiering_policy(&mut self, policy: TieringPolicy) -> Option<Result<(), EngineError>> {
+        self.engine.set_policy(policy)
+    }
+
+    /// A handle that pauses, resumes and stops the vCPUs from any thread,
+    /// also while [`run`](Self::run) blocks another.
+    pub fn control_handle(&self) -> VcpuControl {
+        VcpuControl {
+            stop: self.stop.clone(),
+            gate: self.gate.clone(),
+            threads: self.threads.clone(),
+        }
     }
 
     /// The VM's migrator, if one is configured: `migrate(frames, to_tier)`
@@ -501,30 +583,45 @@ impl Vm {
     }
 
     /// Runs the guest to its end. `tick` is called about every `tick_every`
-    /// from the calling thread while the guest runs.
+    /// from the calling thread while the guest runs. Starts a deferred
+    /// tiering engine first, and stops the engine at the end. Time spent
+    /// paused does not count towards the timeout.
     pub fn run(
         &mut self,
         tick_every: Duration,
         tick: &mut dyn FnMut(&GuestState, &[TierUsage]),
     ) -> Result<VmEnd, VmError> {
         vcpu::install_kick_handler().map_err(VmError::Thread)?;
+        self.start_engine()?;
         let (tx, rx) = mpsc::channel::<(u32, VcpuEnd)>();
-        let mut handles: Vec<JoinHandle<()>> = Vec::new();
+        let mut started_threads = 0;
         for vcpu in std::mem::take(&mut self.vcpus) {
             let tx = tx.clone();
             let index = vcpu.index;
+            // Counted live before the thread exists, so that a pause in
+            // between waits for it; dropped with the closure if the spawn
+            // fails.
+            let live = self.gate.vcpu_started();
             let handle = std::thread::Builder::new()
                 .name(format!("vcpu{index}"))
                 .spawn(move || {
+                    let _live = live;
                     let end = vcpu.run();
                     // The receiver outlives every vCPU thread (joined below).
                     let _ = tx.send((index, end));
                 })
                 .map_err(VmError::Thread);
             match handle {
-                Ok(h) => handles.push(h),
+                Ok(h) => {
+                    self.threads.push(h);
+                    started_threads += 1;
+                }
                 Err(e) => {
-                    self.stop_all(&handles, &rx, handles.len());
+                    self.stop_all(&rx, started_threads);
+                    self.join_vcpus();
+                    if let Some(engine) = self.engine() {
+                        engine.stop();
+                    }
                     return Err(e);
                 }
             }
@@ -532,15 +629,20 @@ impl Vm {
         drop(tx);
 
         let started = Instant::now();
-        let total = handles.len();
+        let total = started_threads;
         let mut finished = 0;
+        let mut stopped = false;
         let mut end = None;
         while finished < total {
             match rx.recv_timeout(tick_every) {
                 Ok((index, vcpu_end)) => {
                     finished += 1;
                     let failure = match vcpu_end {
-                        VcpuEnd::Exited { code: 0 } | VcpuEnd::Stopped => None,
+                        VcpuEnd::Exited { code: 0 } => None,
+                        VcpuEnd::Stopped => {
+                            stopped = true;
+                            None
+                        }
                         VcpuEnd::Exited { code } => Some(VmEnd::GuestExit { vcpu: index, code }),
                         VcpuEnd::Failed { reason, rip } => Some(VmEnd::Failed {
                             vcpu: index,
@@ -556,7 +658,8 @@ impl Vm {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
-            if let Some(limit) = self.timeout.filter(|&t| started.elapsed() >= t) {
+            let active = started.elapsed().saturating_sub(self.gate.paused_time());
+            if let Some(limit) = self.timeout.filter(|&t| active >= t) {
                 end = Some(VmEnd::TimedOut {
                     seconds: limit.as_secs_f64(),
                 });
@@ -564,40 +667,43 @@ impl Vm {
             }
             tick(&self.state, &self.memory.tier_usage());
         }
-        self.stop_all(&handles, &rx, total - finished);
-        for h in handles {
-            // A vCPU thread that panicked has already reported nothing; its
-            // VM ends as stopped, the VMM carries on.
-            let _ = h.join();
-        }
+        self.stop_all(&rx, total - finished);
+        self.join_vcpus();
         // No frame moves once the guest is gone: callers verify memory.
-        if let Some(e) = &self.engine {
+        if let Some(e) = self.engine() {
             e.stop();
         }
         tick(&self.state, &self.memory.tier_usage());
-        Ok(end.unwrap_or(VmEnd::Success))
+        // Only a stop from outside (VcpuControl::stop) ends a vCPU as
+        // stopped before the VM's end is decided here.
+        let fallback = if stopped {
+            VmEnd::Stopped
+        } else {
+            VmEnd::Success
+        };
+        Ok(end.unwrap_or(fallback))
     }
 
-    /// Raises the stop flag and kicks vCPU threads until `pending` of them
-    /// have reported.
-    fn stop_all(
-        &self,
-        handles: &[JoinHandle<()>],
-        rx: &mpsc::Receiver<(u32, VcpuEnd)>,
-        mut pending: usize,
-    ) {
-        self.stop.store(true, Ordering::Release);
+    /// Raises the stop flag, wakes paused vCPUs and kicks the others until
+    /// `pending` of them have reported.
+    fn stop_all(&self, rx: &mpsc::Receiver<(u32, VcpuEnd)>, mut pending: usize) {
+        let control = self.control_handle();
         while pending > 0 {
-            for h in handles.iter().filter(|h| !h.is_finished()) {
-                // A thread that ends between the check and the kick makes
-                // the kill fail harmlessly.
-                let _ = h.kill(vcpu::kick_signal());
-            }
+            control.stop();
             match rx.recv_timeout(Duration::from_millis(10)) {
                 Ok(_) => pending -= 1,
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
+        }
+        control.stop();
+    }
+
+    fn join_vcpus(&self) {
+        for h in self.threads.take() {
+            // A vCPU thread that panicked has already reported nothing; its
+            // VM ends as stopped, the VMM carries on.
+            let _ = h.join();
         }
     }
 }

@@ -11,7 +11,7 @@ use guest_memory::migrate::WriteGuard;
 use tiering::TrackerSource;
 
 /// Builds trackers over the VM's dirty log and userfaultfd guard.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct VmTrackers {
     /// The VM's memory.
     pub memory: Arc<TieredMemory>,
