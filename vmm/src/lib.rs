@@ -3,11 +3,13 @@
 //! This crate owns the VM lifecycle: CPU state ([`arch`]), payload images
 //! and boot ([`payload`]), devices ([`devices`]), vCPU threads ([`vcpu`]),
 //! pausing and stopping them ([`pause`], [`vcpu_control`]), the VM
-//! ([`vm`], [`vm_engine`]), the command line ([`cli`]) and what a run
-//! reports ([`guest_state`], [`report`], [`status`]).
+//! ([`vm`], [`vm_engine`]), the operator API's side ([`controller`]), the
+//! command line ([`cli`]) and what a run reports ([`guest_state`],
+//! [`report`], [`status`]).
 
 pub mod arch;
 pub mod cli;
+pub mod controller;
 pub mod devices;
 pub mod guest_state;
 pub mod migration;
