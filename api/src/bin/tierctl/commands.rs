@@ -117,7 +117,12 @@ fn show<T: DeserializeOwned>(
 ) -> Result<(), TierctlError> {
     let (raw, value) = endpoint.get::<T>(&api_path(name))?;
     if output.json {
-        output.raw(&raw)
+        // An empty 2xx body (204) is `null` to a script.
+        output.raw(if raw.trim_ascii().is_empty() {
+            b"null"
+        } else {
+            &raw
+        })
     } else {
         output.write(render(&value).as_bytes())
     }

@@ -97,8 +97,15 @@ impl Endpoint {
     }
 }
 
-/// A 2xx body parsed as what `path` returns.
+/// A 2xx body parsed as what `path` returns; an empty body (a 204, as
+/// `GET vm.rebalance` answers before any rebalance) reads as JSON `null`,
+/// which an `Option` takes as `None`.
 pub fn parse_body<T: DeserializeOwned>(path: &str, raw: &[u8]) -> Result<T, TierctlError> {
+    let raw: &[u8] = if raw.trim_ascii().is_empty() {
+        b"null"
+    } else {
+        raw
+    };
     serde_json::from_slice(raw).map_err(|source| TierctlError::BadResponse {
         path: path.to_owned(),
         source,
@@ -133,6 +140,17 @@ mod tests {
             frames_path(None, Some(5)),
             "/api/v1/vm.tiering.frames?limit=5"
         );
+    }
+
+    #[test]
+    fn empty_bodies_read_as_null() {
+        assert_eq!(parse_body::<Option<u32>>("/p", b"").unwrap(), None);
+        assert_eq!(parse_body::<Option<u32>>("/p", b"null").unwrap(), None);
+        assert_eq!(parse_body::<Option<u32>>("/p", b"7").unwrap(), Some(7));
+        assert!(matches!(
+            parse_body::<u32>("/p", b" "),
+            Err(TierctlError::BadResponse { .. })
+        ));
     }
 
     #[test]

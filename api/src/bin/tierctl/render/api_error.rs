@@ -20,17 +20,23 @@ pub fn render_api_error(status: u16, body: &[u8]) -> String {
     match &parsed.detail {
         serde_json::Value::Null => {}
         serde_json::Value::Object(fields) => {
-            // A bad field (ControlError::Invalid) reads as `field: reason`.
-            let field = fields.get("field").and_then(|v| v.as_str());
-            let reason = fields.get("reason").and_then(|v| v.as_str());
+            // Only what the error line does not say already (the server
+            // puts a bad field and its reason in both).
+            let said = |v: &serde_json::Value| v.is_null() || parsed.error.contains(&plain(v));
+            let field = fields.get("field").filter(|v| v.is_string());
+            let reason = fields.get("reason").filter(|v| v.is_string());
+            let mut shown_pair = false;
             if let (Some(field), Some(reason)) = (field, reason) {
-                out.push_str(&format!("  {field}: {reason}\n"));
+                shown_pair = true;
+                if !(said(field) && said(reason)) {
+                    out.push_str(&format!("  {}: {}\n", plain(field), plain(reason)));
+                }
             }
             for (key, value) in fields {
-                if field.is_some() && reason.is_some() && (key == "field" || key == "reason") {
-                    continue;
+                let in_pair = shown_pair && (key == "field" || key == "reason");
+                if !in_pair && !said(value) {
+                    out.push_str(&format!("  {key}: {}\n", plain(value)));
                 }
-                out.push_str(&format!("  {key}: {}\n", plain(value)));
             }
         }
         other => out.push_str(&format!("  {}\n", plain(other))),
