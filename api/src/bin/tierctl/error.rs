@@ -126,19 +126,32 @@ pub fn with_causes(error: &dyn std::error::Error) -> String {
 
 #[cfg(test)]
 mod tests {
+    use api::client::ApiClient;
+
     use super::*;
+
+    /// What the client returns for a socket that does not exist.
+    fn unreachable() -> TierctlError {
+        let source = ApiClient::unix("/nonexistent/x.sock")
+            .request("GET", "/api/v1/vmm.ping", None)
+            .unwrap_err();
+        TierctlError::Unreachable {
+            target: "unix socket /nonexistent/x.sock".into(),
+            source,
+        }
+    }
 
     #[test]
     fn only_an_unreachable_server_exits_2() {
-        let unreachable = TierctlError::Unreachable {
-            target: "unix socket /x".into(),
-            source: ClientError::BadResponse("no status code".into()),
-        };
+        let unreachable = unreachable();
         assert_eq!(unreachable.exit_code(), 2);
-        assert_eq!(
-            with_causes(&unreachable),
-            "cannot reach tiervisor at unix socket /x: malformed response: no status code"
+        let text = with_causes(&unreachable);
+        assert!(
+            text.starts_with("cannot reach tiervisor at unix socket /nonexistent/x.sock: "),
+            "{text}"
         );
+        // The client's own cause (the OS error) is in the chain.
+        assert!(text.ends_with("(os error 2)"), "{text}");
         let refused = TierctlError::Refused {
             status: 409,
             body: Vec::new(),
@@ -161,14 +174,12 @@ mod tests {
             report_text(&refused, true).unwrap(),
             "{\"error\": \"no VM has been created\", \"detail\": null}\n"
         );
-        let unreachable = TierctlError::Unreachable {
-            target: "unix socket /x".into(),
-            source: ClientError::BadResponse("no status code".into()),
-        };
+        let text = report_text(&unreachable(), true).unwrap();
         assert!(
-            report_text(&unreachable, true)
-                .unwrap()
-                .starts_with("tierctl: cannot reach tiervisor at unix socket /x: malformed")
+            text.starts_with(
+                "tierctl: cannot reach tiervisor at unix socket /nonexistent/x.sock: "
+            ),
+            "{text}"
         );
         let closed = TierctlError::Write {
             what: "stdout".into(),

@@ -4,7 +4,7 @@
 use guest_memory::TierUsage;
 
 use crate::render::table::{Table, key_values};
-use crate::render::units::{bar, duration_ms, fraction, heat, micros, percent, size};
+use crate::render::units::{bar, count, duration_ms, fraction, heat, micros, percent, size};
 use crate::wire::{Rebalance, RebalanceState, Stats};
 
 /// Width of occupancy and progress bars.
@@ -51,11 +51,11 @@ pub fn rebalance_line(r: &Rebalance) -> String {
     };
     let share = rebalance_fraction(r);
     format!(
-        "{state}: fast tier {} -> {} (from {}), {} frames moved, {} of {} {} {}",
+        "{state}: fast tier {} -> {} (from {}), {} moved, {} of {} {} {}",
         size(r.fast_bytes),
         size(r.target_bytes),
         size(r.start_bytes),
-        r.moved_frames,
+        count(r.moved_frames, "frame"),
         duration_ms(r.elapsed_ms),
         duration_ms(r.deadline_ms),
         bar(share, BAR_WIDTH),
@@ -74,7 +74,7 @@ pub fn render_rebalance(progress: Option<&Rebalance>) -> String {
 /// `tierctl stats`: the engine of VM `vm`, whose frames are `frame_size`
 /// bytes.
 pub fn render_stats(stats: &Stats, vm: &str, frame_size: u64) -> String {
-    let moves = |m: &crate::wire::Moves| format!("{} frames, {}", m.frames, size(m.bytes));
+    let moves = |m: &crate::wire::Moves| format!("{}, {}", count(m.frames, "frame"), size(m.bytes));
     let quota = match stats.fast_quota {
         Some(q) if q.min_bytes > 0 => format!("{} (min {})", size(q.max_bytes), size(q.min_bytes)),
         Some(q) => size(q.max_bytes),
@@ -93,8 +93,8 @@ pub fn render_stats(stats: &Stats, vm: &str, frame_size: u64) -> String {
         None => "-".to_owned(),
     };
     let mut out = format!(
-        "tiering engine of {vm}: {} intervals, tracker {}, frames of {}\n\n",
-        stats.intervals,
+        "tiering engine of {vm}: {}, tracker {}, frames of {}\n\n",
+        count(stats.intervals, "interval"),
         stats.tracker,
         size(frame_size)
     );
@@ -104,15 +104,15 @@ pub fn render_stats(stats: &Stats, vm: &str, frame_size: u64) -> String {
         (
             "hot set",
             format!(
-                "{} frames, {} (hot 4 KiB pages: {})",
-                stats.hot_frames,
+                "{}, {} (hot 4 KiB pages: {})",
+                count(stats.hot_frames, "frame"),
                 size(stats.hot_set_bytes),
                 size(stats.hot_page_bytes)
             ),
         ),
         ("promotions", moves(&stats.promotions)),
         ("demotions", moves(&stats.demotions)),
-        ("exchanges", format!("{} frames", stats.exchanges)),
+        ("exchanges", count(stats.exchanges, "frame")),
         ("aborted", stats.aborted.to_string()),
         ("tracker errors", stats.tracker_errors.to_string()),
         (

@@ -25,6 +25,15 @@ pub fn micros(us: u64) -> String {
     }
 }
 
+/// `n` and a noun, plural unless `n` is 1: `1 frame`, `3 frames`.
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// A heat value: one decimal below 100, none above.
 pub fn heat(value: f64) -> String {
     if value.abs() < 100.0 {
@@ -92,6 +101,8 @@ mod tests {
         assert_eq!(size(256 << 20), "256 MiB");
         assert_eq!(size(3 << 29), "1.50 GiB");
         assert_eq!(heat(12.34), "12.3");
+        assert_eq!(count(1, "frame"), "1 frame");
+        assert_eq!(count(0, "frame"), "0 frames");
         assert_eq!(heat(7900.4), "7900");
     }
 }
