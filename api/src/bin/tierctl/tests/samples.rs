@@ -1,0 +1,75 @@
+//! Response bodies the test server answers with, built from the API's
+//! own types.
+
+use guest_memory::{BackendSpec, MemoryConfig, TierSpec, TierUsage};
+
+use api::types::{MigrationBody, PayloadConfig, VmConfigBody, VmInfo, VmState};
+
+pub const MIB: u64 = 1 << 20;
+
+fn memfd() -> BackendSpec {
+    BackendSpec::Memfd {
+        numa_node: None,
+        hugetlb: false,
+        prealloc: false,
+    }
+}
+
+/// A VM configuration as an operator would write it.
+pub fn config() -> VmConfigBody {
+    VmConfigBody {
+        id: "vm-test".into(),
+        vcpus: 2,
+        memory: MemoryConfig::new(
+            512 * MIB,
+            vec![
+                TierSpec {
+                    name: "dram".into(),
+                    backend: memfd(),
+                    size: Some(128 * MIB),
+                },
+                TierSpec {
+                    name: "slow".into(),
+                    backend: memfd(),
+                    size: Some(384 * MIB),
+                },
+            ],
+        ),
+        payload: PayloadConfig::Workload {
+            spec: "hotset".into(),
+        },
+        migration: MigrationBody::default(),
+        tiering: None,
+        timeout_s: None,
+    }
+}
+
+/// Tier occupancy of [`config`]'s VM.
+pub fn tiers() -> Vec<TierUsage> {
+    vec![
+        TierUsage {
+            name: "dram".into(),
+            capacity_frames: 64,
+            used_frames: 64,
+        },
+        TierUsage {
+            name: "slow".into(),
+            capacity_frames: 192,
+            used_frames: 192,
+        },
+    ]
+}
+
+/// `vm.info` of a running VM.
+pub fn info() -> VmInfo {
+    VmInfo {
+        config: config(),
+        state: VmState::Running,
+        memory_bytes: 512 * MIB,
+        frame_size: 2 * MIB,
+        tiers: tiers(),
+        tiering: true,
+        uptime_ms: 5_000,
+        end: None,
+    }
+}
