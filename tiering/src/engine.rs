@@ -102,11 +102,7 @@ impl std::fmt::Debug for Engine {
 impl Engine {
     /// Checks `policy` against the VM and starts the engine thread.
     pub fn start(parts: EngineParts, policy: TieringPolicy) -> Result<Self, EngineError> {
-        if parts.memory.tiers().len() < 2 {
-            return Err(EngineError::OneTier);
-        }
-        let limits = limits(&parts.memory, parts.trackers.as_ref());
-        check(&parts.memory, &limits, &policy)?;
+        Self::check(&parts.memory, parts.trackers.as_ref(), &policy)?;
         let tracker = build_tracker(parts.trackers.as_ref(), &policy)?;
         let published = Arc::new(Published::default());
         let (tx, rx) = mpsc::channel();
@@ -132,6 +128,21 @@ impl Engine {
             published,
             thread: Mutex::new(Some(thread)),
         })
+    }
+
+    /// The checks [`start`](Self::start) makes before it builds anything:
+    /// two tiers, `policy` valid for this VM, and a quota that holds the
+    /// frames pinned on the fast tier. (The tracker is built only at
+    /// start.) For a policy kept until the VM boots.
+    pub fn check(
+        memory: &TieredMemory,
+        trackers: &dyn TrackerSource,
+        policy: &TieringPolicy,
+    ) -> Result<(), EngineError> {
+        if memory.tiers().len() < 2 {
+            return Err(EngineError::OneTier);
+        }
+        check(memory, &limits(memory, trackers), policy)
     }
 
     /// The policy in force (or about to be, at the next interval).

@@ -28,4 +28,7 @@ pub use engine::{Engine, EngineError, EngineParts, MAX_DEADLINE_MS, TrackerSourc
 pub use heat_config::{HeatConfig, HeatConfigError};
 pub use heat_model::{HeatError, HeatModel};
 pub use policy::{FastQuota, PinnedRange, PolicyError, PolicyLimits, Threshold, TieringPolicy};
-pub use stats::{EngineStats, FrameView, RebalanceProgress, RebalanceState};
+pub use stats::{
+    EngineStats, FrameView, IntervalRecord, MoveCount, RebalanceProgress, RebalanceState,
+    StageMicros,
+};

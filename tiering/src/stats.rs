@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use guest_memory::TierUsage;
 
@@ -17,7 +17,7 @@ pub const RECENT_INTERVALS: usize = 300;
 
 /// Frames and bytes moved one way.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MoveCount {
     /// Frames.
     pub frames: u64,
@@ -34,7 +34,7 @@ impl MoveCount {
 
 /// Microseconds spent per stage, summed over all intervals.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StageMicros {
     /// Collecting the tracker's sample.
     pub collect: u64,
@@ -48,7 +48,7 @@ pub struct StageMicros {
 
 /// One interval.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct IntervalRecord {
     /// Interval number (from 1).
     pub index: u64,
@@ -72,7 +72,7 @@ pub struct IntervalRecord {
 
 /// Where a live rebalance stands.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "state")]
 pub enum RebalanceState {
     /// Frames are moving.
@@ -88,7 +88,7 @@ pub enum RebalanceState {
 
 /// Progress of the last rebalance.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RebalanceProgress {
     /// The new fast-tier quota in bytes.
     pub target_bytes: u64,
@@ -108,7 +108,7 @@ pub struct RebalanceProgress {
 
 /// A snapshot of the engine's counters.
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EngineStats {
     /// Intervals completed.
     pub intervals: u64,
@@ -118,8 +118,8 @@ pub struct EngineStats {
     pub fast_quota: Option<FastQuota>,
     /// Threshold of the last interval.
     pub threshold: f64,
-    /// Frames at or above the threshold (the engine's estimate of the hot
-    /// set).
+    /// The engine's estimate of the hot set: the fewest hottest frames
+    /// that hold 90 % of all heat.
     pub hot_frames: usize,
     /// `hot_frames` in bytes.
     pub hot_set_bytes: u64,

@@ -4,10 +4,8 @@
 
 use std::sync::Arc;
 
-use guest_memory::{Migrator, TieredMemory};
-use tiering::{
-    Engine, EngineError, EngineParts, PolicyError, PolicyLimits, TieringPolicy, TrackerSource,
-};
+use guest_memory::Migrator;
+use tiering::{Engine, EngineError, EngineParts, TieringPolicy};
 
 use crate::vm_trackers::VmTrackers;
 
@@ -120,44 +118,6 @@ impl VmEngine {
     }
 }
 
-/// The checks [`Engine::start`] makes before it builds anything, for a
-/// policy kept until boot: two tiers, the policy valid for this VM, and a
-/// quota that holds the frames pinned on the fast tier. (The tracker is
-/// built only when the engine starts; a failure then fails the boot.)
 fn check(parts: &PendingParts, policy: &TieringPolicy) -> Result<(), EngineError> {
-    let memory = &parts.trackers.memory;
-    if memory.tiers().len() < 2 {
-        return Err(EngineError::OneTier);
-    }
-    let limits = PolicyLimits {
-        frame_size: memory.frame_size(),
-        fast_capacity: memory.with_placement(|m| m.slot_count(0)) as u64 * memory.frame_size(),
-        ram: memory.regions().iter().map(|r| (r.gpa, r.len)).collect(),
-        trackers: parts.trackers.offered(),
-    };
-    policy.validate(&limits)?;
-    let pinned_fast = pinned_fast_bytes(memory, policy);
-    if pinned_fast > policy.fast_quota.max_bytes {
-        return Err(PolicyError::QuotaBelowPinned {
-            max: policy.fast_quota.max_bytes,
-            pinned: pinned_fast,
-        }
-        .into());
-    }
-    Ok(())
-}
-
-/// Bytes of the frames on the fast tier that `policy` pins.
-fn pinned_fast_bytes(memory: &TieredMemory, policy: &TieringPolicy) -> u64 {
-    let size = memory.frame_size();
-    let table = memory.frames();
-    let pinned = |f: usize| {
-        table.gpa(f).is_some_and(|g| {
-            policy
-                .pinned
-                .iter()
-                .any(|p| p.gpa < g.saturating_add(size) && g < p.gpa.saturating_add(p.len))
-        })
-    };
-    memory.with_placement(|m| m.frames_on(0).filter(|&f| pinned(f)).count() as u64 * size)
+    Engine::check(&parts.trackers.memory, &parts.trackers, policy)
 }

@@ -22,7 +22,7 @@ use crate::render::stats::{render_rebalance, render_stats};
 use crate::render::units::size;
 use crate::render::vm::{render_counters, render_info, render_ping};
 use crate::watch::{header, watch};
-use crate::wire::{Rebalance, Stats};
+use tiering::{EngineStats, RebalanceProgress};
 
 /// Where output goes and how.
 pub struct Output<'a> {
@@ -187,7 +187,7 @@ fn stats(
             text.push('\n');
             return Ok(text);
         }
-        let stats: Stats = parse_body(&path, &raw)?;
+        let stats: EngineStats = parse_body(&path, &raw)?;
         let (_, info) = endpoint.get::<VmInfo>(&api_path("vm.info"))?;
         let table = render_stats(&stats, &info.config.id, info.frame_size);
         Ok(match refresh {
@@ -271,9 +271,12 @@ fn rebalance(
     args: &RebalanceArgs,
 ) -> Result<(), TierctlError> {
     let (Some(fast_bytes), Some(deadline_ms)) = (args.fast_bytes, args.deadline_ms) else {
-        return show(endpoint, output, "vm.rebalance", |p: &Option<Rebalance>| {
-            render_rebalance(p.as_ref())
-        });
+        return show(
+            endpoint,
+            output,
+            "vm.rebalance",
+            |p: &Option<RebalanceProgress>| render_rebalance(p.as_ref()),
+        );
     };
     let body = serde_json::to_vec(&RebalanceRequest {
         fast_bytes,

@@ -8,7 +8,6 @@ mod error;
 mod heatmap;
 mod render;
 mod watch;
-mod wire;
 
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,7 @@ use guest_memory::TierUsage;
 
 use crate::render::table::{Table, key_values};
 use crate::render::units::{bar, count, duration_ms, fraction, heat, micros, percent, size};
-use crate::wire::{Rebalance, RebalanceState, Stats};
+use tiering::{EngineStats, RebalanceProgress, RebalanceState};
 
 /// Width of occupancy and progress bars.
 const BAR_WIDTH: usize = 20;
@@ -33,7 +33,7 @@ pub fn tier_table(tiers: &[TierUsage], frame_size: Option<u64>) -> String {
 
 /// How far a rebalance has come, from the start toward the target, in
 /// [0, 1]; 1 when there was nothing to move.
-pub fn rebalance_fraction(r: &Rebalance) -> f64 {
+pub fn rebalance_fraction(r: &RebalanceProgress) -> f64 {
     let total = r.start_bytes as f64 - r.target_bytes as f64;
     if total == 0.0 {
         return 1.0;
@@ -43,7 +43,7 @@ pub fn rebalance_fraction(r: &Rebalance) -> f64 {
 
 /// One line: state, fast-tier bytes against the target, frames moved,
 /// time against the deadline, and a bar.
-pub fn rebalance_line(r: &Rebalance) -> String {
+pub fn rebalance_line(r: &RebalanceProgress) -> String {
     let state = match &r.state {
         RebalanceState::Running => "running".to_owned(),
         RebalanceState::Done => "done".to_owned(),
@@ -64,7 +64,7 @@ pub fn rebalance_line(r: &Rebalance) -> String {
 }
 
 /// `tierctl rebalance --status`.
-pub fn render_rebalance(progress: Option<&Rebalance>) -> String {
+pub fn render_rebalance(progress: Option<&RebalanceProgress>) -> String {
     match progress {
         None => "no rebalance has run\n".to_owned(),
         Some(r) => format!("rebalance  {}\n", rebalance_line(r)),
@@ -73,8 +73,8 @@ pub fn render_rebalance(progress: Option<&Rebalance>) -> String {
 
 /// `tierctl stats`: the engine of VM `vm`, whose frames are `frame_size`
 /// bytes.
-pub fn render_stats(stats: &Stats, vm: &str, frame_size: u64) -> String {
-    let moves = |m: &crate::wire::Moves| format!("{}, {}", count(m.frames, "frame"), size(m.bytes));
+pub fn render_stats(stats: &EngineStats, vm: &str, frame_size: u64) -> String {
+    let moves = |m: &tiering::MoveCount| format!("{}, {}", count(m.frames, "frame"), size(m.bytes));
     let quota = match stats.fast_quota {
         Some(q) if q.min_bytes > 0 => format!("{} (min {})", size(q.max_bytes), size(q.min_bytes)),
         Some(q) => size(q.max_bytes),
@@ -105,7 +105,7 @@ pub fn render_stats(stats: &Stats, vm: &str, frame_size: u64) -> String {
             "hot set",
             format!(
                 "{}, {} (hot 4 KiB pages: {})",
-                count(stats.hot_frames, "frame"),
+                count(stats.hot_frames as u64, "frame"),
                 size(stats.hot_set_bytes),
                 size(stats.hot_page_bytes)
             ),
@@ -155,7 +155,7 @@ mod tests {
     use tiering::FastQuota;
 
     use super::*;
-    use crate::wire::{Interval, Moves, Stages};
+    use tiering::{IntervalRecord, MoveCount, StageMicros};
 
     const MIB: u64 = 1 << 20;
 
@@ -174,8 +174,8 @@ mod tests {
         ]
     }
 
-    fn rebalance(start: u64, fast: u64, target: u64, state: RebalanceState) -> Rebalance {
-        Rebalance {
+    fn rebalance(start: u64, fast: u64, target: u64, state: RebalanceState) -> RebalanceProgress {
+        RebalanceProgress {
             target_bytes: target * MIB,
             start_bytes: start * MIB,
             fast_bytes: fast * MIB,
@@ -238,7 +238,7 @@ mod tests {
 
     #[test]
     fn stats_table_has_every_counter() {
-        let stats = Stats {
+        let stats = EngineStats {
             intervals: 10,
             tracker: "dirty-log".into(),
             fast_quota: Some(FastQuota {
@@ -249,18 +249,18 @@ mod tests {
             hot_frames: 48,
             hot_set_bytes: 96 * MIB,
             hot_page_bytes: 80 * MIB,
-            promotions: Moves {
+            promotions: MoveCount {
                 frames: 120,
                 bytes: 240 * MIB,
             },
-            demotions: Moves {
+            demotions: MoveCount {
                 frames: 100,
                 bytes: 200 * MIB,
             },
             exchanges: 6,
             aborted: 2,
             tiers: tiers(),
-            stage_micros: Stages {
+            stage_micros: StageMicros {
                 collect: 250_000,
                 heat: 5_000,
                 plan: 900,
@@ -269,13 +269,13 @@ mod tests {
             tracker_errors: 1,
             last_error: Some("migrator: tier 'dram' is full".into()),
             rebalance: Some(rebalance(256, 192, 128, RebalanceState::Running)),
-            recent: vec![Interval {
+            recent: vec![IntervalRecord {
                 index: 10,
                 candidates: 3,
                 promoted: 2,
                 demoted: 1,
                 bytes: 6 * MIB,
-                ..Interval::default()
+                ..IntervalRecord::default()
             }],
         };
         let text = render_stats(&stats, "vm0", 2 * MIB);
@@ -302,7 +302,7 @@ mod tests {
 
     #[test]
     fn a_fresh_engine_renders_without_dividing_by_zero() {
-        let text = render_stats(&Stats::default(), "vm0", 2 * MIB);
+        let text = render_stats(&EngineStats::default(), "vm0", 2 * MIB);
         assert!(text.contains("fast quota      -\n"), "{text}");
         assert!(text.contains("collect   0 µs             -"), "{text}");
         assert!(!text.contains("TIER"), "{text}");
