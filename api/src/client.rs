@@ -1,14 +1,12 @@
-//! A blocking HTTP/1.1 client for the API, over the unix socket or TCP:
-//! one connection per request (`Connection: close`).
-//!
-//! Stand-in with the agreed interface until the server's own client
-//! replaces it; `tierctl` uses only [`ApiClient::unix`],
-//! [`ApiClient::tcp`], [`ApiClient::request`] and [`ApiResponse`].
+//! A small blocking HTTP/1.1 client of the API over the unix socket or
+//! TCP (with the bearer token): one connection per request, closed after
+//! it. `tierctl` is built on it.
 
-use std::io::{self, Read, Write};
+use std::fmt;
+use std::io::{self, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -17,254 +15,436 @@ use thiserror::Error;
 
 use crate::types::ErrorBody;
 
-/// How long a request may take to send or to answer.
-const IO_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Largest response accepted (a full page of frames is a few MiB).
-const MAX_RESPONSE: u64 = 256 << 20;
+/// Prefix of every route but `/metrics`.
+pub const API_PREFIX: &str = "/api/v1";
+/// Default time a request may take to connect, send, or receive.
+pub const DEFAULT_CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Largest response head accepted.
+const MAX_RESPONSE_HEAD: usize = 64 << 10;
+/// Largest response body accepted (a full page of frames is ~5 MiB).
+const MAX_RESPONSE_BODY: u64 = 256 << 20;
+/// Most response headers.
+const MAX_RESPONSE_HEADERS: usize = 64;
 
 /// Why a request failed.
 #[derive(Debug, Error)]
 pub enum ClientError {
-    /// The server could not be reached.
-    #[error("cannot connect to {target}")]
+    /// The server cannot be reached.
+    #[error("cannot connect to the API at {endpoint}")]
     Connect {
         /// The socket path or address.
-        target: String,
-        /// Why.
+        endpoint: String,
+        /// The cause.
         #[source]
         source: io::Error,
     },
-    /// Sending the request or reading the response failed.
-    #[error("i/o error talking to {target}")]
+    /// Sending or receiving failed.
+    #[error("i/o with the API at {endpoint}")]
     Io {
         /// The socket path or address.
-        target: String,
-        /// Why.
+        endpoint: String,
+        /// The cause.
         #[source]
         source: io::Error,
     },
-    /// The response is not HTTP/1.1 as expected.
-    #[error("malformed response: {0}")]
-    BadResponse(String),
+    /// The response is not HTTP/1.x as this client reads it.
+    #[error("malformed response from {endpoint}: {reason}")]
+    Malformed {
+        /// The socket path or address.
+        endpoint: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// The server answered with an error status.
-    #[error("HTTP {status}: {}", .body.error)]
+    #[error("{status}: {}", .body.error)]
     Api {
-        /// The status.
+        /// The HTTP status.
         status: u16,
-        /// The server's error body.
+        /// The server's error body (for a body that is not an `ErrorBody`,
+        /// its text as `error`).
         body: ErrorBody,
     },
-    /// A body did not (de)serialize.
-    #[error("bad JSON body")]
-    Json(#[source] serde_json::Error),
+    /// The request body cannot be encoded.
+    #[error("cannot encode the request body")]
+    Encode(#[source] serde_json::Error),
+    /// The response body is not what was expected.
+    #[error("unexpected response body from {path}")]
+    Decode {
+        /// The request path.
+        path: String,
+        /// The cause.
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
-/// A response: status, headers (names lowercased) and body.
+impl ClientError {
+    /// The HTTP status of an [`Api`](Self::Api) error.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ClientError::Api { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// A response, whatever its status.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApiResponse {
-    /// HTTP status code.
+    /// The HTTP status.
     pub status: u16,
-    /// Header names (lowercase) and values.
+    /// Headers in the order received.
     pub headers: Vec<(String, String)>,
     /// The body.
     pub body: Vec<u8>,
 }
 
-#[derive(Clone, Debug)]
-enum Target {
+impl ApiResponse {
+    /// The first value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether the status is 2xx.
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    /// The body as the server's [`ErrorBody`], or its text as `error`.
+    pub fn error_body(&self) -> ErrorBody {
+        serde_json::from_slice(&self.body).unwrap_or_else(|_| ErrorBody {
+            error: String::from_utf8_lossy(&self.body).trim().to_owned(),
+            detail: serde_json::Value::Null,
+        })
+    }
+
+    /// `Ok(self)` for a 2xx, the [`ClientError::Api`] otherwise.
+    pub fn success(self) -> Result<ApiResponse, ClientError> {
+        if self.is_success() {
+            Ok(self)
+        } else {
+            Err(ClientError::Api {
+                status: self.status,
+                body: self.error_body(),
+            })
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Endpoint {
     Unix(PathBuf),
     Tcp(SocketAddr),
 }
 
-impl Target {
-    fn describe(&self) -> String {
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Target::Unix(path) => path.display().to_string(),
-            Target::Tcp(addr) => addr.to_string(),
+            Endpoint::Unix(path) => write!(f, "{}", path.display()),
+            Endpoint::Tcp(addr) => write!(f, "{addr}"),
         }
     }
 }
 
-/// A client of one tiervisor API server.
-#[derive(Clone, Debug)]
+/// A client of one VMM's API.
+#[derive(Clone, PartialEq, Eq)]
 pub struct ApiClient {
-    target: Target,
+    endpoint: Endpoint,
     token: Option<String>,
+    timeout: Duration,
+}
+
+impl fmt::Debug for ApiClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApiClient")
+            .field("endpoint", &self.endpoint)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("timeout", &self.timeout)
+            .finish()
+    }
 }
 
 impl ApiClient {
-    /// A client of the server on the unix socket `path`.
-    pub fn unix(path: impl Into<PathBuf>) -> ApiClient {
+    /// A client of the API socket at `path`.
+    pub fn unix(path: impl Into<PathBuf>) -> Self {
         ApiClient {
-            target: Target::Unix(path.into()),
+            endpoint: Endpoint::Unix(path.into()),
             token: None,
+            timeout: DEFAULT_CLIENT_TIMEOUT,
         }
     }
 
-    /// A client of the server at `addr`, sending `token` as a bearer token.
-    pub fn tcp(addr: SocketAddr, token: Option<String>) -> ApiClient {
+    /// A client of the API at `addr` over TCP, sending `token` as a bearer
+    /// token.
+    pub fn tcp(addr: SocketAddr, token: Option<String>) -> Self {
         ApiClient {
-            target: Target::Tcp(addr),
+            endpoint: Endpoint::Tcp(addr),
             token,
+            timeout: DEFAULT_CLIENT_TIMEOUT,
         }
     }
 
-    /// Sends one request; any HTTP status is an `Ok` response.
+    /// The same client with another timeout for connecting, sending and
+    /// each wait for the response.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The socket path, for a unix client.
+    pub fn unix_path(&self) -> Option<&Path> {
+        match &self.endpoint {
+            Endpoint::Unix(path) => Some(path),
+            Endpoint::Tcp(_) => None,
+        }
+    }
+
+    /// Sends `method path` with `body` (as JSON) and returns the response,
+    /// whatever its status.
     pub fn request(
         &self,
         method: &str,
         path: &str,
         body: Option<&[u8]>,
     ) -> Result<ApiResponse, ClientError> {
+        let mut stream = self.connect()?;
+        let wire = self.encode_request(method, path, body);
+        stream
+            .write_all(&wire)
+            .and_then(|()| stream.flush())
+            .map_err(|source| self.io(source))?;
+        let head_only = method.eq_ignore_ascii_case("HEAD");
+        read_response(&mut stream, head_only).map_err(|e| match e {
+            ReadError::Io(source) => self.io(source),
+            ReadError::Malformed(reason) => ClientError::Malformed {
+                endpoint: self.endpoint.to_string(),
+                reason,
+            },
+        })
+    }
+
+    /// `GET path` decoded from JSON; a 204 decodes as JSON `null` (so
+    /// `Option<T>` reads it as `None`).
+    pub fn get_json<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
+        let response = self.request("GET", path, None)?.success()?;
+        let body: &[u8] = if response.status == 204 || response.body.is_empty() {
+            b"null"
+        } else {
+            &response.body
+        };
+        serde_json::from_slice(body).map_err(|source| ClientError::Decode {
+            path: path.to_owned(),
+            source,
+        })
+    }
+
+    /// `GET path` as text (`/metrics`).
+    pub fn get_text(&self, path: &str) -> Result<String, ClientError> {
+        let response = self.request("GET", path, None)?.success()?;
+        Ok(String::from_utf8_lossy(&response.body).into_owned())
+    }
+
+    /// `PUT path` with `body` as JSON; the 2xx response.
+    pub fn put_json<B: Serialize + ?Sized>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<ApiResponse, ClientError> {
+        let body = serde_json::to_vec(body).map_err(ClientError::Encode)?;
+        self.request("PUT", path, Some(&body))?.success()
+    }
+
+    /// `PUT path` without a body (`vm.boot`, `vm.pause`, ...); the 2xx
+    /// response.
+    pub fn put(&self, path: &str) -> Result<ApiResponse, ClientError> {
+        self.request("PUT", path, None)?.success()
+    }
+
+    fn connect(&self) -> Result<Box<dyn ReadWrite>, ClientError> {
+        let connect_error = |source| ClientError::Connect {
+            endpoint: self.endpoint.to_string(),
+            source,
+        };
+        let stream: Box<dyn ReadWrite> = match &self.endpoint {
+            Endpoint::Unix(path) => {
+                let s = UnixStream::connect(path).map_err(connect_error)?;
+                s.set_read_timeout(Some(self.timeout))
+                    .and_then(|()| s.set_write_timeout(Some(self.timeout)))
+                    .map_err(|e| self.io(e))?;
+                Box::new(s)
+            }
+            Endpoint::Tcp(addr) => {
+                let s = TcpStream::connect_timeout(addr, self.timeout).map_err(connect_error)?;
+                s.set_read_timeout(Some(self.timeout))
+                    .and_then(|()| s.set_write_timeout(Some(self.timeout)))
+                    .and_then(|()| s.set_nodelay(true))
+                    .map_err(|e| self.io(e))?;
+                Box::new(s)
+            }
+        };
+        Ok(stream)
+    }
+
+    fn encode_request(&self, method: &str, path: &str, body: Option<&[u8]>) -> Vec<u8> {
         let mut head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nAccept: application/json\r\n"
+            "{method} {path} HTTP/1.1\r\nHost: localhost\r\nUser-Agent: tiervisor-api-client/{}\r\n\
+             Accept: application/json, text/plain\r\nConnection: close\r\n",
+            env!("CARGO_PKG_VERSION")
         );
         if let Some(token) = &self.token {
             head.push_str(&format!("Authorization: Bearer {token}\r\n"));
         }
-        let body = body.unwrap_or_default();
-        if !body.is_empty() || method != "GET" {
-            head.push_str(&format!(
+        match body {
+            Some(body) => head.push_str(&format!(
                 "Content-Type: application/json\r\nContent-Length: {}\r\n",
                 body.len()
-            ));
+            )),
+            None if method.eq_ignore_ascii_case("PUT") => head.push_str("Content-Length: 0\r\n"),
+            None => {}
         }
         head.push_str("\r\n");
-        let raw = self.exchange(head.as_bytes(), body)?;
-        parse_response(&raw)
+        let mut wire = head.into_bytes();
+        wire.extend_from_slice(body.unwrap_or_default());
+        wire
     }
 
-    /// `GET path`, the 2xx body parsed as `T`.
-    pub fn get_json<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
-        let response = checked(self.request("GET", path, None)?)?;
-        serde_json::from_slice(&response.body).map_err(ClientError::Json)
-    }
-
-    /// `PUT path` with `body` as JSON; a non-2xx status is an error.
-    pub fn put_json<B: Serialize>(&self, path: &str, body: &B) -> Result<ApiResponse, ClientError> {
-        let bytes = serde_json::to_vec(body).map_err(ClientError::Json)?;
-        checked(self.request("PUT", path, Some(&bytes))?)
-    }
-
-    fn exchange(&self, head: &[u8], body: &[u8]) -> Result<Vec<u8>, ClientError> {
-        let target = self.target.describe();
-        let connect_error = |source| ClientError::Connect {
-            target: target.clone(),
+    fn io(&self, source: io::Error) -> ClientError {
+        ClientError::Io {
+            endpoint: self.endpoint.to_string(),
             source,
-        };
-        let io_error = |source| ClientError::Io {
-            target: target.clone(),
-            source,
-        };
-        match &self.target {
-            Target::Unix(path) => {
-                let stream = UnixStream::connect(path).map_err(connect_error)?;
-                stream
-                    .set_read_timeout(Some(IO_TIMEOUT))
-                    .and_then(|()| stream.set_write_timeout(Some(IO_TIMEOUT)))
-                    .and_then(|()| talk(stream, head, body))
-                    .map_err(io_error)
-            }
-            Target::Tcp(addr) => {
-                let stream = TcpStream::connect_timeout(addr, IO_TIMEOUT).map_err(connect_error)?;
-                stream
-                    .set_read_timeout(Some(IO_TIMEOUT))
-                    .and_then(|()| stream.set_write_timeout(Some(IO_TIMEOUT)))
-                    .and_then(|()| talk(stream, head, body))
-                    .map_err(io_error)
-            }
         }
     }
 }
 
-fn talk<S: Read + Write>(mut stream: S, head: &[u8], body: &[u8]) -> io::Result<Vec<u8>> {
-    stream.write_all(head)?;
-    stream.write_all(body)?;
-    stream.flush()?;
-    let mut raw = Vec::new();
-    stream.take(MAX_RESPONSE).read_to_end(&mut raw)?;
-    Ok(raw)
+/// A stream either kind of socket gives.
+trait ReadWrite: Read + Write {}
+impl<T: Read + Write> ReadWrite for T {}
+
+enum ReadError {
+    Io(io::Error),
+    Malformed(String),
 }
 
-fn checked(response: ApiResponse) -> Result<ApiResponse, ClientError> {
-    if (200..300).contains(&response.status) {
-        return Ok(response);
+impl From<io::Error> for ReadError {
+    fn from(e: io::Error) -> Self {
+        ReadError::Io(e)
     }
-    let body = serde_json::from_slice(&response.body).unwrap_or_else(|_| ErrorBody {
-        error: String::from_utf8_lossy(&response.body).into_owned(),
-        detail: serde_json::Value::Null,
-    });
-    Err(ClientError::Api {
-        status: response.status,
-        body,
-    })
 }
 
-fn parse_response(raw: &[u8]) -> Result<ApiResponse, ClientError> {
-    let bad = |what: &str| ClientError::BadResponse(what.to_owned());
-    let end = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .ok_or_else(|| bad("no end of headers"))?;
-    let head = std::str::from_utf8(&raw[..end]).map_err(|_| bad("headers are not UTF-8"))?;
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().unwrap_or_default();
-    let status = status_line
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse::<u16>().ok())
-        .ok_or_else(|| bad("no status code"))?;
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(name, value)| (name.trim().to_ascii_lowercase(), value.trim().to_owned()))
-        .collect();
-    let mut body = raw[end + 4..].to_vec();
-    let length = headers
-        .iter()
-        .find(|(name, _)| name == "content-length")
-        .and_then(|(_, value)| value.parse::<usize>().ok());
-    if let Some(length) = length {
-        if body.len() < length {
-            return Err(bad("body shorter than Content-Length"));
+/// Reads one response (skipping interim 1xx ones).
+fn read_response(stream: &mut dyn ReadWrite, head_only: bool) -> Result<ApiResponse, ReadError> {
+    let mut buf = Vec::new();
+    loop {
+        let (status, headers, head_len) = read_head(stream, &mut buf)?;
+        buf.drain(..head_len);
+        if (100..200).contains(&status) {
+            continue;
         }
-        body.truncate(length);
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.trim())
+        };
+        if header("transfer-encoding").is_some() {
+            return Err(ReadError::Malformed(
+                "transfer-encoded responses are not supported".into(),
+            ));
+        }
+        let no_body = head_only || status == 204 || status == 304;
+        let body = match header("content-length") {
+            _ if no_body => Vec::new(),
+            Some(length) => {
+                let length: u64 = length
+                    .parse()
+                    .map_err(|_| ReadError::Malformed(format!("bad content-length '{length}'")))?;
+                if length > MAX_RESPONSE_BODY {
+                    return Err(ReadError::Malformed(format!(
+                        "body of {length} bytes is above the client's limit"
+                    )));
+                }
+                read_exactly(stream, buf, length as usize)?
+            }
+            None => {
+                stream
+                    .take(MAX_RESPONSE_BODY)
+                    .read_to_end(&mut buf)
+                    .map_err(ReadError::Io)?;
+                buf
+            }
+        };
+        return Ok(ApiResponse {
+            status,
+            headers,
+            body,
+        });
     }
-    Ok(ApiResponse {
-        status,
-        headers,
-        body,
-    })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+type Head = (u16, Vec<(String, String)>, usize);
 
-    #[test]
-    fn parses_status_headers_and_body() {
-        let r = parse_response(
-            b"HTTP/1.1 409 Conflict\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}xx",
-        )
-        .unwrap();
-        assert_eq!(r.status, 409);
-        assert_eq!(
-            r.headers[0],
-            ("content-type".into(), "application/json".into())
-        );
-        assert_eq!(r.body, b"{}");
-        assert!(parse_response(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n{}").is_err());
-        assert!(parse_response(b"garbage").is_err());
+fn read_head(stream: &mut dyn ReadWrite, buf: &mut Vec<u8>) -> Result<Head, ReadError> {
+    let mut chunk = [0u8; 8192];
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_RESPONSE_HEADERS];
+        let mut response = httparse::Response::new(&mut headers);
+        match response.parse(buf) {
+            Ok(httparse::Status::Complete(len)) => {
+                let status = response.code.unwrap_or_default();
+                let headers = response
+                    .headers
+                    .iter()
+                    .map(|h| {
+                        (
+                            h.name.to_owned(),
+                            String::from_utf8_lossy(h.value).into_owned(),
+                        )
+                    })
+                    .collect();
+                return Ok((status, headers, len));
+            }
+            Ok(httparse::Status::Partial) if buf.len() > MAX_RESPONSE_HEAD => {
+                return Err(ReadError::Malformed("response head too large".into()));
+            }
+            Ok(httparse::Status::Partial) => {}
+            Err(e) => return Err(ReadError::Malformed(e.to_string())),
+        }
+        let n = match stream.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(ReadError::Io(e)),
+        };
+        if n == 0 {
+            return Err(ReadError::Malformed(if buf.is_empty() {
+                "connection closed without a response".into()
+            } else {
+                "connection closed inside the response head".into()
+            }));
+        }
+        buf.extend_from_slice(&chunk[..n]);
     }
+}
 
-    #[test]
-    fn missing_socket_is_an_error_naming_it() {
-        let e = ApiClient::unix("/nonexistent/tiervisor.sock")
-            .request("GET", "/api/v1/vmm.ping", None)
-            .unwrap_err();
-        assert!(
-            format!("{e}").contains("/nonexistent/tiervisor.sock"),
-            "{e}"
-        );
+fn read_exactly(
+    stream: &mut dyn ReadWrite,
+    mut buf: Vec<u8>,
+    length: usize,
+) -> Result<Vec<u8>, ReadError> {
+    if buf.len() < length {
+        let missing = length - buf.len();
+        let start = buf.len();
+        buf.resize(length, 0);
+        stream.read_exact(&mut buf[start..]).map_err(|e| {
+            if e.kind() == ErrorKind::UnexpectedEof {
+                ReadError::Malformed(format!("body ended {missing} bytes short or less"))
+            } else {
+                ReadError::Io(e)
+            }
+        })?;
     }
+    buf.truncate(length);
+    Ok(buf)
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 
 use guest_memory::migrate::MigratorKind;
 use guest_memory::{MemoryConfig, TierUsage};
@@ -18,9 +18,11 @@ pub struct VmConfigBody {
     /// Name of the VM in metrics labels and messages (letters, digits,
     /// `-`, `_`; at most 64).
     #[serde(default = "default_vm_id")]
+    #[schema(pattern = "^[A-Za-z0-9_-]{1,64}$", default = "vm0")]
     pub id: String,
     /// Number of vCPUs.
     #[serde(default = "default_vcpus")]
+    #[schema(minimum = 1, default = 1)]
     pub vcpus: u32,
     /// Guest RAM and its tiers, fastest first. Sizes in bytes.
     pub memory: MemoryConfig,
@@ -181,14 +183,18 @@ pub struct FrameSnapshot {
 }
 
 /// Query of `vm.tiering.frames`: a page of frames.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct FramesQuery {
-    /// First frame index.
+    /// First frame index, at most 2^63 - 1 (a page past the last frame is
+    /// empty).
     #[serde(default)]
+    #[param(minimum = 0, maximum = 9223372036854775807_i64, default = 0)]
     pub offset: u64,
-    /// Frames per page (at most [`MAX_FRAMES_PAGE`]).
+    /// Frames per page, at most 65536 (default 4096).
     #[serde(default = "default_frames_limit")]
+    #[param(minimum = 0, maximum = 65536, default = 4096)]
     pub limit: u64,
 }
 
