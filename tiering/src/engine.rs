@@ -242,6 +242,11 @@ fn limits(memory: &TieredMemory, trackers: &dyn TrackerSource) -> PolicyLimits {
     PolicyLimits {
         frame_size: memory.frame_size(),
         fast_capacity: memory.with_placement(|m| m.slot_count(0)) as u64 * memory.frame_size(),
+        slow_capacity: memory.with_placement(|m| {
+            (1..memory.tiers().len())
+                .map(|t| m.slot_count(t) as u64)
+                .sum::<u64>()
+        }) * memory.frame_size(),
         ram: memory.regions().iter().map(|r| (r.gpa, r.len)).collect(),
         trackers: trackers.offered(),
     }

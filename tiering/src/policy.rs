@@ -41,6 +41,16 @@ pub enum PolicyError {
         /// The fast tier's capacity.
         capacity: u64,
     },
+    /// The quota would leave more frames than the slower tiers can hold.
+    #[error(
+        "fast_quota: max_bytes {max} below {least} bytes: the slower tiers hold only the rest of guest RAM"
+    )]
+    QuotaBelowSlowCapacity {
+        /// The maximum asked for.
+        max: u64,
+        /// Guest RAM less what the slower tiers hold.
+        least: u64,
+    },
     /// The quota leaves no room for the frames pinned on the fast tier.
     #[error("fast_quota: max_bytes {max} below the {pinned} bytes pinned on the fast tier")]
     QuotaBelowPinned {
@@ -273,6 +283,9 @@ pub struct PolicyLimits {
     pub frame_size: u64,
     /// The fast tier's capacity in bytes.
     pub fast_capacity: u64,
+    /// What the slower tiers hold together, in bytes: a quota must leave
+    /// no more of guest RAM than this off the fast tier.
+    pub slow_capacity: u64,
     /// Guest RAM ranges, `(gpa, len)`.
     pub ram: Vec<(u64, u64)>,
     /// Trackers the VM offers, by name.
@@ -331,6 +344,11 @@ impl TieringPolicy {
                 max,
                 capacity: limits.fast_capacity,
             });
+        }
+        let ram: u64 = limits.ram.iter().map(|&(_, len)| len).sum();
+        let least = ram.saturating_sub(limits.slow_capacity);
+        if max < least {
+            return Err(PolicyError::QuotaBelowSlowCapacity { max, least });
         }
         if self.headroom_bytes > 0 && self.headroom_bytes >= max {
             return Err(PolicyError::Headroom {
@@ -402,6 +420,7 @@ mod tests {
         PolicyLimits {
             frame_size: 2 * MIB,
             fast_capacity: 128 * MIB,
+            slow_capacity: 480 * MIB,
             ram: vec![(0, 512 * MIB)],
             trackers: vec!["dirty-log".into(), "fault-sample".into()],
         }
@@ -424,6 +443,15 @@ mod tests {
 
     #[test]
     fn quota_must_be_ordered_and_fit_the_tier() {
+        // 512 MiB of RAM, 480 MiB on the slower tiers: at least 32 MiB
+        // stays on the fast tier.
+        assert_eq!(
+            rejects(|p| p.fast_quota.max_bytes = 16 * MIB),
+            PolicyError::QuotaBelowSlowCapacity {
+                max: 16 * MIB,
+                least: 32 * MIB
+            }
+        );
         assert_eq!(
             rejects(|p| p.fast_quota.max_bytes = 256 * MIB),
             PolicyError::QuotaAboveCapacity {

@@ -73,6 +73,7 @@ impl Vm {
         PolicyLimits {
             frame_size: self.config.memory.frame_size,
             fast_capacity: self.tier_capacities()[0],
+            slow_capacity: self.tier_capacities()[1..].iter().sum(),
             ram: vec![(0, self.config.memory.size)],
             trackers: vec!["dirty-log".into(), "fault-sample".into()],
         }
