@@ -1,8 +1,10 @@
 //! The `tiervisor` command line and its translation into a [`VmConfig`].
 
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use api::ServerConfig;
 use clap::{Args, Parser, Subcommand};
 use thiserror::Error;
 
@@ -35,6 +37,62 @@ pub enum Command {
     /// 2 vCPUs over a 1 GiB guest whose RAM is split between a 256 MiB
     /// `dram` tier and a 768 MiB `slow` tier (both memfd).
     Run(RunArgs),
+    /// Serve the operator API and wait for `vm.create` (docs/api.md).
+    Serve(ServeArgs),
+}
+
+/// Where the operator API listens (docs/api.md).
+#[derive(Debug, Default, Args)]
+pub struct ApiArgs {
+    /// Serve the API on this unix socket (created with mode 0600; a stale
+    /// socket file is replaced).
+    #[arg(long, value_name = "PATH")]
+    pub api_socket: Option<PathBuf>,
+    /// Also serve it over TCP: `PORT` binds loopback (127.0.0.1),
+    /// `ADDR:PORT` binds that address. Needs --api-token-file.
+    #[arg(long, value_name = "[ADDR:]PORT", value_parser = parse_tcp_addr, requires = "api_token_file")]
+    pub api_tcp: Option<SocketAddr>,
+    /// File holding the bearer token TCP clients must send.
+    #[arg(long, value_name = "FILE", requires = "api_tcp")]
+    pub api_token_file: Option<PathBuf>,
+}
+
+impl ApiArgs {
+    /// The server configuration, or `None` when no API was asked for.
+    pub fn server_config(&self) -> Result<Option<ServerConfig>, CliError> {
+        if self.api_socket.is_none() && self.api_tcp.is_none() {
+            return Ok(None);
+        }
+        let token = match &self.api_token_file {
+            Some(path) => Some(
+                ServerConfig::read_token_file(path)
+                    .map_err(|e| CliError::Api(crate::error_chain(&e)))?,
+            ),
+            None => None,
+        };
+        Ok(Some(ServerConfig {
+            unix_socket: self.api_socket.clone(),
+            tcp: self.api_tcp,
+            token,
+            ..ServerConfig::default()
+        }))
+    }
+}
+
+/// Options of `tiervisor serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where the API listens (a socket or TCP address is required).
+    #[command(flatten)]
+    pub api: ApiArgs,
+}
+
+fn parse_tcp_addr(s: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
+    }
+    s.parse()
+        .map_err(|_| format!("'{s}' is neither a port nor ADDR:PORT"))
 }
 
 /// Options of `tiervisor run`.
@@ -102,6 +160,9 @@ pub struct RunArgs {
     /// Stop the guest after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     pub timeout: Option<f64>,
+    /// Also serve the operator API for this VM.
+    #[command(flatten)]
+    pub api: ApiArgs,
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
@@ -125,6 +186,9 @@ pub enum CliError {
         /// What is wrong.
         reason: String,
     },
+    /// The API server options are unusable.
+    #[error("API: {0}")]
+    Api(String),
     /// Default tiers need a guest of at least two frames.
     #[error("--memory {0} is too small to split into default tiers; give --tier options")]
     TooSmallForDefaultTiers(String),
@@ -244,6 +308,7 @@ mod tests {
         full.extend_from_slice(argv);
         match Cli::try_parse_from(full).unwrap().command {
             Command::Run(args) => args,
+            Command::Serve(_) => unreachable!("a run command line"),
         }
     }
 
@@ -347,5 +412,31 @@ mod tests {
             run_args(&["--memory", "2M"]).to_config().unwrap_err(),
             CliError::TooSmallForDefaultTiers(_)
         ));
+        // TCP needs a token file and the other way round.
+        assert!(parse(&["--api-tcp", "8080"]).is_err());
+        assert!(parse(&["--api-token-file", "/tmp/t"]).is_err());
+        assert!(parse(&["--api-tcp", "no:port", "--api-token-file", "/t"]).is_err());
+    }
+
+    #[test]
+    fn api_tcp_binds_loopback_unless_told_otherwise() {
+        assert_eq!(
+            parse_tcp_addr("8080").unwrap(),
+            "127.0.0.1:8080".parse().unwrap()
+        );
+        assert_eq!(
+            parse_tcp_addr("0.0.0.0:9000").unwrap(),
+            "0.0.0.0:9000".parse().unwrap()
+        );
+        assert!(run_args(&[]).api.server_config().unwrap().is_none());
+        let socket = run_args(&["--api-socket", "/tmp/x.sock"]).api;
+        let cfg = socket.server_config().unwrap().unwrap();
+        assert_eq!(
+            cfg.unix_socket.as_deref(),
+            Some(std::path::Path::new("/tmp/x.sock"))
+        );
+        assert_eq!((cfg.tcp, cfg.token), (None, None));
+        let missing = run_args(&["--api-tcp", "1", "--api-token-file", "/nonexistent/t"]).api;
+        assert!(matches!(missing.server_config(), Err(CliError::Api(_))));
     }
 }

@@ -94,9 +94,9 @@ pub(crate) fn rebalance_error(e: EngineError) -> ControlError {
 fn policy_field(e: &PolicyError) -> String {
     match e {
         PolicyError::QuotaOrder { .. } => "fast_quota.min_bytes".into(),
-        PolicyError::QuotaAboveCapacity { .. } | PolicyError::QuotaBelowPinned { .. } => {
-            "fast_quota.max_bytes".into()
-        }
+        PolicyError::QuotaAboveCapacity { .. }
+        | PolicyError::QuotaBelowSlowCapacity { .. }
+        | PolicyError::QuotaBelowPinned { .. } => "fast_quota.max_bytes".into(),
         PolicyError::Headroom { .. } => "headroom_bytes".into(),
         PolicyError::Rate { field, .. } => (*field).into(),
         PolicyError::Threshold(_) => "threshold.heat".into(),
