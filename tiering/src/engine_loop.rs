@@ -247,11 +247,14 @@ impl EngineLoop {
         s.heat += micros(t2 - t1);
         s.plan += micros(t3 - t2);
         s.migrate += micros(t4 - t3);
-        self.stats.threshold = plan.threshold;
+        // JSON has no infinity: an impassable threshold is published as
+        // none.
+        let threshold = plan.threshold.is_finite().then_some(plan.threshold);
+        self.stats.threshold = threshold;
         self.recent.push(IntervalRecord {
             index,
             at_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
-            threshold: plan.threshold,
+            threshold,
             candidates: plan.candidates,
             promoted: promoted.len(),
             demoted: demoted.len(),

@@ -54,8 +54,9 @@ pub struct IntervalRecord {
     pub index: u64,
     /// Milliseconds since the engine started, at the interval's end.
     pub at_ms: u64,
-    /// Threshold used.
-    pub threshold: f64,
+    /// Threshold used; `None` when no frame could pass it (a quota of
+    /// zero, or headroom and pins taking all of it).
+    pub threshold: Option<f64>,
     /// Slow frames that passed the threshold.
     pub candidates: usize,
     /// Frames promoted.
@@ -116,8 +117,9 @@ pub struct EngineStats {
     pub tracker: String,
     /// The quota in force.
     pub fast_quota: Option<FastQuota>,
-    /// Threshold of the last interval.
-    pub threshold: f64,
+    /// Threshold of the last interval; `None` when no frame could pass
+    /// it.
+    pub threshold: Option<f64>,
     /// The engine's estimate of the hot set: the fewest hottest frames
     /// that hold 90 % of all heat.
     pub hot_frames: usize,

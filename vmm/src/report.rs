@@ -149,13 +149,14 @@ impl RunReport {
             let _ = writeln!(
                 out,
                 "tiering: {} promoted, {} demoted ({} exchanged, {} aborted) over {} intervals, \
-                 threshold {:.1}, hot set ~{}",
+                 threshold {}, hot set ~{}",
                 guest_memory::format_size(t.promotions.bytes),
                 guest_memory::format_size(t.demotions.bytes),
                 t.exchanges,
                 t.aborted,
                 t.intervals,
-                t.threshold,
+                t.threshold
+                    .map_or_else(|| "none".into(), |h| format!("{h:.1}")),
                 guest_memory::format_size(t.hot_set_bytes)
             );
         }

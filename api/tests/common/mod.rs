@@ -329,7 +329,7 @@ impl VmmControl for MemoryVmm {
                 intervals: 42,
                 tracker: policy.tracker.clone(),
                 fast_quota: Some(policy.fast_quota),
-                threshold: 1.5,
+                threshold: Some(1.5),
                 hot_frames: 3,
                 hot_set_bytes: 3 * vm.config.memory.frame_size,
                 hot_page_bytes: 5 * 4096,

@@ -149,7 +149,7 @@ pub fn run(vm: &mut Vm, during: impl FnOnce(&Engine, &GuestState) + Send) -> Vec
                     eprintln!("  coldest fast: {:?}", &fast_cold[..5.min(fast_cold.len())]);
                     eprintln!(
                         "p{phase} t={at:.1} hot_fast={hot_fast}/{} fast={fast} thr={:.0} cand={} +{} -{} ab={} hot heat min {:.0} max {:.0}; cold top {:?}",
-                        hot.len(), r.threshold, r.candidates, r.promoted, r.demoted, r.aborted,
+                        hot.len(), r.threshold.unwrap_or(f64::INFINITY), r.candidates, r.promoted, r.demoted, r.aborted,
                         hh.first().unwrap_or(&0.0), hh.last().unwrap_or(&0.0),
                         &cold[..6.min(cold.len())]
                     );

@@ -279,7 +279,7 @@ fn engine_metrics(page: &mut Exposition, vm: &str, stats: &EngineStats) {
         (
             "tiervisor_engine_threshold_heat",
             "The hot threshold of the last interval (heat units).",
-            stats.threshold.into(),
+            stats.threshold.unwrap_or(f64::INFINITY).into(),
         ),
     ];
     for (name, help, value) in gauges {

@@ -99,7 +99,12 @@ pub fn render_stats(stats: &EngineStats, vm: &str, frame_size: u64) -> String {
         size(frame_size)
     );
     out.push_str(&key_values(&[
-        ("threshold", heat(stats.threshold)),
+        (
+            "threshold",
+            stats
+                .threshold
+                .map_or_else(|| "none (nothing may be promoted)".into(), heat),
+        ),
         ("fast quota", quota),
         (
             "hot set",
@@ -245,7 +250,7 @@ mod tests {
                 min_bytes: 0,
                 max_bytes: 256 * MIB,
             }),
-            threshold: 1234.56,
+            threshold: Some(1234.56),
             hot_frames: 48,
             hot_set_bytes: 96 * MIB,
             hot_page_bytes: 80 * MIB,

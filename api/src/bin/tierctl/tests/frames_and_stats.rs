@@ -104,7 +104,7 @@ fn stats() -> EngineStats {
     EngineStats {
         intervals: 20,
         tracker: "dirty-log".into(),
-        threshold: 900.0,
+        threshold: Some(900.0),
         promotions: MoveCount {
             frames: 10,
             bytes: 20 * MIB,
