@@ -11,6 +11,9 @@ log() { printf '\n==> %s\n' "$*"; }
 need_pkgs=()
 command -v cc >/dev/null || need_pkgs+=(gcc)
 command -v git >/dev/null || need_pkgs+=(git)
+# The API contract test runs schemathesis (PyPI) in a virtualenv.
+command -v python3 >/dev/null || need_pkgs+=(python3)
+python3 -c 'import venv, ensurepip' 2>/dev/null || need_pkgs+=(python3-venv)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     log "installing ${need_pkgs[*]}"
     export DEBIAN_FRONTEND=noninteractive
@@ -47,3 +50,6 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 log "cargo test (unit and KVM end-to-end suites)"
 cargo test --workspace --locked -- --test-threads=2
+
+log "API contract test (schemathesis against a live tiervisor serve)"
+scripts/api-contract.sh
