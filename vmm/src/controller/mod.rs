@@ -313,6 +313,9 @@ impl VmmControl for VmController {
         };
         let vm = Vm::with_options(&config, self.log.clone(), &options)
             .map_err(|e| create_error(e, &body))?;
+        // vm.info shows the migrator in use (tiering picks remap for none).
+        let mut body = body;
+        body.migration.migrator = config.migration.migrator;
         *lock(&self.vm) = Some(VmRecord::new(Box::new(vm), body));
         Ok(())
     }
