@@ -7,6 +7,7 @@
 //! command line ([`cli`]) and what a run reports ([`guest_state`],
 //! [`report`], [`status`]).
 
+pub mod acpi;
 pub mod arch;
 pub mod cli;
 pub mod controller;

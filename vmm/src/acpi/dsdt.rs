@@ -1,0 +1,92 @@
+//! The Differentiated System Description Table: AML naming the ISA devices
+//! the guest cannot discover by itself, with the ports and IRQs they use.
+//!
+//! Hardware-reduced Linux has no legacy PIC and so does not pre-map ISA
+//! IRQs 0-15 onto I/O APIC pins (`nr_legacy_irqs()` is 0): a device's
+//! interrupt is mapped when the ACPI PnP layer reads its `_CRS`. So the
+//! 16550 (8250_pnp takes over the probed ttyS0 and gets IRQ 4) and the
+//! i8042 (found by its PnP ID, its AUX port left alone because no PS/2
+//! mouse is listed) are both here.
+
+use super::AcpiError;
+use super::aml::{ResourceTemplate, device, eisa_id, eisa_id_object, integer, name, root_scope};
+use super::sdt::Sdt;
+
+/// DSDT revision 2: AML integers are 64 bits.
+const REVISION: u8 = 2;
+
+/// COM1's I/O base.
+pub const COM1_PORT: u16 = 0x3f8;
+/// COM1's ports: a 16550 decodes 8.
+pub const COM1_PORTS: u8 = 8;
+/// COM1's ISA IRQ.
+pub const COM1_IRQ: u8 = 4;
+/// The i8042 data port.
+pub const I8042_DATA_PORT: u16 = 0x60;
+/// The i8042 status/command port.
+pub const I8042_COMMAND_PORT: u16 = 0x64;
+/// The i8042 keyboard's ISA IRQ.
+pub const I8042_KBD_IRQ: u8 = 1;
+
+/// PnP ID of a 16550A-compatible serial port.
+pub const COM_HID: u32 = eisa_id(*b"PNP0501");
+/// PnP ID of a PS/2 (i8042) keyboard controller.
+pub const KBD_HID: u32 = eisa_id(*b"PNP0303");
+
+/// A DSDT describing COM1 and the i8042 keyboard controller under `\_SB`:
+///
+/// ```text
+/// Scope (\_SB) {
+///     Device (COM1) {
+///         Name (_HID, EisaId ("PNP0501"))
+///         Name (_UID, Zero)
+///         Name (_CRS, ResourceTemplate () {
+///             IO (Decode16, 0x03F8, 0x03F8, 0x01, 0x08)
+///             IRQNoFlags () {4}
+///         })
+///     }
+///     Device (PS2K) {
+///         Name (_HID, EisaId ("PNP0303"))
+///         Name (_CRS, ResourceTemplate () {
+///             IO (Decode16, 0x0060, 0x0060, 0x01, 0x01)
+///             IO (Decode16, 0x0064, 0x0064, 0x01, 0x01)
+///             IRQNoFlags () {1}
+///         })
+///     }
+/// }
+/// ```
+pub fn dsdt() -> Result<Vec<u8>, AcpiError> {
+    let com1 = device(
+        *b"COM1",
+        &[
+            name(*b"_HID", &eisa_id_object(COM_HID)),
+            name(*b"_UID", &integer(0)),
+            name(
+                *b"_CRS",
+                &ResourceTemplate::new()
+                    .io(COM1_PORT, COM1_PORTS)
+                    .irq_no_flags(COM1_IRQ)
+                    .finish()?,
+            ),
+        ]
+        .concat(),
+    )?;
+    let kbd = device(
+        *b"PS2K",
+        &[
+            name(*b"_HID", &eisa_id_object(KBD_HID)),
+            name(
+                *b"_CRS",
+                &ResourceTemplate::new()
+                    .io(I8042_DATA_PORT, 1)
+                    .io(I8042_COMMAND_PORT, 1)
+                    .irq_no_flags(I8042_KBD_IRQ)
+                    .finish()?,
+            ),
+        ]
+        .concat(),
+    )?;
+    let mut t = Sdt::new(*b"DSDT", REVISION);
+    t.bytes(&root_scope(*b"_SB_", &[com1, kbd].concat())?);
+    t.finish()
+}
