@@ -14,6 +14,8 @@ command -v git >/dev/null || need_pkgs+=(git)
 # The API contract test runs schemathesis (PyPI) in a virtualenv.
 command -v python3 >/dev/null || need_pkgs+=(python3)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need_pkgs+=(python3-venv)
+# iasl checks the ACPI tables Linux guests get.
+command -v iasl >/dev/null || need_pkgs+=(acpica-tools)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     log "installing ${need_pkgs[*]}"
     export DEBIAN_FRONTEND=noninteractive
