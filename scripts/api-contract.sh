@@ -66,6 +66,7 @@ contract() {
         --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
         --phases examples,coverage,fuzzing \
         --max-examples 40 --seed 1 --workers 1 \
+        --generation-database none \
         --request-timeout 20 \
         --no-color "$@" || status=$?
 }

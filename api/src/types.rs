@@ -67,6 +67,26 @@ pub enum PayloadConfig {
         #[serde(default)]
         args: String,
     },
+    /// An unmodified Linux kernel on the host: a bzImage (64-bit boot
+    /// protocol) or an ELF vmlinux with a PVH entry, with an optional
+    /// initramfs; its serial console (COM1) goes to the VMM's stdout.
+    Kernel {
+        /// The kernel image.
+        #[schema(value_type = String)]
+        kernel: PathBuf,
+        /// An initramfs.
+        #[serde(default)]
+        #[schema(value_type = Option<String>)]
+        initramfs: Option<PathBuf>,
+        /// The kernel command line, passed as given.
+        #[serde(default = "default_cmdline")]
+        #[schema(default = "console=ttyS0")]
+        cmdline: String,
+    },
+}
+
+fn default_cmdline() -> String {
+    "console=ttyS0".into()
 }
 
 /// Migration settings.

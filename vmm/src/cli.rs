@@ -12,6 +12,8 @@ use guest_memory::{BackendSpec, Backing, MemoryConfig, Placement, TierSpec};
 use page_copy::EngineSpec;
 use tiering::TieringPolicy;
 
+use crate::devices::console::{ConsoleConfig, ConsoleOutput};
+use crate::linux::{DEFAULT_CMDLINE, LinuxBoot};
 use crate::migration::{MigrationConfig, MigratorKind};
 use crate::vm::{PayloadSource, VmConfig};
 
@@ -36,7 +38,7 @@ pub enum Command {
     /// Without options it runs the embedded demo: the `hotset` workload on
     /// 2 vCPUs over a 1 GiB guest whose RAM is split between a 256 MiB
     /// `dram` tier and a 768 MiB `slow` tier (both memfd).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Serve the operator API and wait for `vm.create` (docs/api.md).
     Serve(ServeArgs),
 }
@@ -104,8 +106,23 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME[:ARGS]")]
     pub workload: Option<String>,
     /// Run this payload ELF instead of the embedded workloads.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "kernel")]
     pub payload: Option<PathBuf>,
+    /// Boot this Linux kernel instead of a payload: a bzImage (64-bit
+    /// boot protocol) or an ELF vmlinux with a PVH entry. Its serial
+    /// console (COM1) is tiervisor's stdout and stdin.
+    #[arg(long, value_name = "PATH", conflicts_with = "workload")]
+    pub kernel: Option<PathBuf>,
+    /// The initramfs of --kernel.
+    #[arg(long, value_name = "PATH", requires = "kernel")]
+    pub initramfs: Option<PathBuf>,
+    /// The kernel command line of --kernel [default: console=ttyS0].
+    #[arg(long, value_name = "TEXT", requires = "kernel")]
+    pub cmdline: Option<String>,
+    /// Write the kernel's serial console to this file instead of stdout
+    /// (console input from stdin is then off).
+    #[arg(long, value_name = "FILE", requires = "kernel")]
+    pub console_log: Option<PathBuf>,
     /// Number of vCPUs.
     #[arg(long, default_value_t = 2)]
     pub vcpus: u32,
@@ -225,12 +242,23 @@ impl RunArgs {
             (MigratorKind::None, Some(_)) => MigratorKind::Remap,
             (m, _) => m,
         };
-        let (payload, args) = match &self.payload {
-            Some(path) => (
+        let (payload, args) = match (&self.payload, &self.kernel) {
+            (_, Some(kernel)) => (
+                PayloadSource::Linux(LinuxBoot {
+                    kernel: kernel.clone(),
+                    initramfs: self.initramfs.clone(),
+                    cmdline: self
+                        .cmdline
+                        .clone()
+                        .unwrap_or_else(|| DEFAULT_CMDLINE.into()),
+                }),
+                String::new(),
+            ),
+            (Some(path), None) => (
                 PayloadSource::File(path.clone()),
                 self.workload.clone().unwrap_or_default(),
             ),
-            None => (
+            (None, None) => (
                 PayloadSource::Embedded,
                 self.workload
                     .clone()
@@ -258,6 +286,23 @@ impl RunArgs {
                     .unwrap_or_else(|| MigrationConfig::default().copy_engine),
             },
         })
+    }
+}
+
+impl RunArgs {
+    /// Where a Linux guest's serial console goes: stdout with stdin as its
+    /// input, or the --console-log file without input.
+    pub fn console(&self) -> ConsoleConfig {
+        match &self.console_log {
+            Some(path) => ConsoleConfig {
+                output: ConsoleOutput::File(path.clone()),
+                stdin: false,
+            },
+            None => ConsoleConfig {
+                output: ConsoleOutput::Stdout,
+                stdin: true,
+            },
+        }
     }
 }
 
@@ -307,7 +352,7 @@ mod tests {
         let mut full = vec!["tiervisor", "run"];
         full.extend_from_slice(argv);
         match Cli::try_parse_from(full).unwrap().command {
-            Command::Run(args) => args,
+            Command::Run(args) => *args,
             Command::Serve(_) => unreachable!("a run command line"),
         }
     }
@@ -416,6 +461,48 @@ mod tests {
         assert!(parse(&["--api-tcp", "8080"]).is_err());
         assert!(parse(&["--api-token-file", "/tmp/t"]).is_err());
         assert!(parse(&["--api-tcp", "no:port", "--api-token-file", "/t"]).is_err());
+    }
+
+    #[test]
+    fn kernel_options_make_a_linux_guest() {
+        let cfg = run_args(&[
+            "--kernel",
+            "/boot/vmlinuz",
+            "--initramfs",
+            "/boot/initrd.img",
+            "--cmdline",
+            "console=ttyS0 quiet",
+        ])
+        .to_config()
+        .unwrap();
+        assert_eq!(
+            cfg.payload,
+            PayloadSource::Linux(LinuxBoot {
+                kernel: "/boot/vmlinuz".into(),
+                initramfs: Some("/boot/initrd.img".into()),
+                cmdline: "console=ttyS0 quiet".into(),
+            })
+        );
+        let plain = run_args(&["--kernel", "/k"]).to_config().unwrap();
+        let PayloadSource::Linux(boot) = plain.payload else {
+            panic!("not a Linux guest");
+        };
+        assert_eq!(boot.cmdline, DEFAULT_CMDLINE);
+        assert!(run_args(&["--kernel", "/k"]).console().stdin);
+        let logged = run_args(&["--kernel", "/k", "--console-log", "/tmp/c"]).console();
+        assert!(!logged.stdin);
+        assert!(matches!(logged.output, ConsoleOutput::File(p) if p.as_os_str() == "/tmp/c"));
+        let parse = |argv: &[&str]| {
+            let mut full = vec!["tiervisor", "run"];
+            full.extend_from_slice(argv);
+            Cli::try_parse_from(full).map(|_| ())
+        };
+        // Linux options need a kernel; a kernel is not a payload.
+        assert!(parse(&["--initramfs", "/i"]).is_err());
+        assert!(parse(&["--cmdline", "x"]).is_err());
+        assert!(parse(&["--console-log", "/c"]).is_err());
+        assert!(parse(&["--kernel", "/k", "--payload", "/p"]).is_err());
+        assert!(parse(&["--kernel", "/k", "--workload", "hotset"]).is_err());
     }
 
     #[test]

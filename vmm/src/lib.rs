@@ -1,7 +1,8 @@
 //! tiervisor's VMM: KVM VMs whose guest RAM lives on tiered host memory.
 //!
 //! This crate owns the VM lifecycle: CPU state ([`arch`]), payload images
-//! and boot ([`payload`]), devices ([`devices`]), vCPU threads ([`vcpu`]),
+//! and boot ([`payload`]), Linux kernels and their boot ([`linux`],
+//! [`vm_linux`]), devices ([`devices`]), vCPU threads ([`vcpu`]),
 //! pausing and stopping them ([`pause`], [`vcpu_control`]), the VM
 //! ([`vm`], [`vm_engine`]), the operator API's side ([`controller`]), the
 //! command line ([`cli`]) and what a run reports ([`guest_state`],
@@ -13,6 +14,7 @@ pub mod cli;
 pub mod controller;
 pub mod devices;
 pub mod guest_state;
+pub mod linux;
 pub mod migration;
 pub mod pause;
 pub mod payload;
@@ -23,6 +25,7 @@ pub mod vcpu;
 pub mod vcpu_control;
 pub mod vm;
 pub mod vm_engine;
+pub mod vm_linux;
 pub mod vm_trackers;
 
 /// An error and its causes on one line, for command-line reports.

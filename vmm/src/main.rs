@@ -15,7 +15,7 @@ use vmm::guest_state::GuestState;
 use vmm::report::RunReport;
 use vmm::shuffle::Shuffler;
 use vmm::status::StatusLine;
-use vmm::vm::{Vm, VmConfig, VmEnd};
+use vmm::vm::{PayloadSource, Vm, VmConfig, VmEnd, VmOptions};
 
 /// Exit status when the VM could not be created (bad configuration).
 const EXIT_SETUP: u8 = 2;
@@ -70,7 +70,13 @@ fn run(args: &RunArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(EXIT_SETUP, &format!("error: {e}")),
     };
-    let mut status = StatusLine::new(config.vcpus as usize);
+    let linux = matches!(config.payload, PayloadSource::Linux(_));
+    // A Linux guest's console on stdout owns the terminal: no status line.
+    let mut status = if linux && args.console_log.is_none() {
+        StatusLine::hidden(config.vcpus as usize)
+    } else {
+        StatusLine::new(config.vcpus as usize)
+    };
     let bar = status.bar();
     let log: LogSink = Arc::new(move |vcpu, line| {
         let line = format!("[guest vcpu{vcpu}] {line}");
@@ -81,7 +87,11 @@ fn run(args: &RunArgs) -> ExitCode {
             bar.println(line);
         }
     });
-    let mut vm = match Vm::new(&config, log) {
+    let options = VmOptions {
+        console: args.console(),
+        ..VmOptions::default()
+    };
+    let mut vm = match Vm::with_options(&config, log, &options) {
         Ok(vm) => vm,
         Err(e) => {
             status.finish();
@@ -107,8 +117,12 @@ fn run(args: &RunArgs) -> ExitCode {
         Ok(o) => o,
         Err(message) => return fail(EXIT_SETUP, &format!("error: {message}")),
     };
+    let label = match &config.payload {
+        PayloadSource::Linux(boot) => format!("linux {}", boot.kernel.display()),
+        _ => config.args.clone(),
+    };
     let mut report = RunReport::collect(
-        &config.args,
+        &label,
         config.vcpus,
         config.memory.size,
         config.memory.frame_size,
@@ -132,6 +146,10 @@ fn run(args: &RunArgs) -> ExitCode {
     }
     match end {
         VmEnd::Success | VmEnd::Stopped => ExitCode::SUCCESS,
+        VmEnd::GuestReset { .. } => {
+            eprintln!("{}", end.describe());
+            ExitCode::SUCCESS
+        }
         VmEnd::GuestExit { .. } => fail(EXIT_GUEST_CODE, &format!("error: {}", end.describe())),
         VmEnd::Failed { .. } => fail(EXIT_GUEST_FAILED, &format!("error: {}", end.describe())),
         VmEnd::TimedOut { .. } => fail(EXIT_TIMEOUT, &format!("error: {}", end.describe())),

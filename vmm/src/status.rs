@@ -34,6 +34,16 @@ impl StatusLine {
         }
     }
 
+    /// A status line that draws nothing (a Linux guest's console owns the
+    /// terminal).
+    pub fn hidden(vcpus: usize) -> Self {
+        StatusLine {
+            bar: ProgressBar::hidden(),
+            last: vec![(u64::MAX, 0); vcpus],
+            last_at: Instant::now(),
+        }
+    }
+
     /// Handle for printing lines above the status line.
     pub fn bar(&self) -> ProgressBar {
         self.bar.clone()

@@ -1,6 +1,7 @@
-//! vCPU threads: the KVM_RUN loop, exit handling, and stopping or pausing
-//! a vCPU from another thread (a stop flag or the pause gate, plus a
-//! signal that interrupts KVM_RUN).
+//! vCPU threads: the KVM_RUN loop, exit handling (the hypercall port of a
+//! payload guest, the port I/O bus of a Linux guest), and stopping or
+//! pausing a vCPU from another thread (a stop flag or the pause gate, plus
+//! a signal that interrupts KVM_RUN).
 
 use std::sync::Arc;
 use std::sync::Once;
@@ -11,6 +12,7 @@ use serde::Serialize;
 use vmm_sys_util::signal::{SIGRTMIN, register_signal_handler};
 
 use crate::devices::hypercall::{HypercallDevice, Outcome};
+use crate::devices::pio_bus::{PioBus, PioOutcome};
 use crate::pause::PauseGate;
 
 /// Signal used to kick a vCPU thread out of KVM_RUN.
@@ -44,6 +46,9 @@ pub enum VcpuEnd {
     },
     /// Stopped by the VMM (another vCPU failed, timeout, shutdown).
     Stopped,
+    /// The guest asked for a CPU reset (Linux: the i8042 reset command).
+    /// tiervisor does not reboot guests: the VM ends.
+    Reset,
     /// The guest did something fatal.
     Failed {
         /// What happened.
@@ -53,15 +58,34 @@ pub enum VcpuEnd {
     },
 }
 
+/// Where a vCPU's I/O exits go.
+#[derive(Clone, Debug)]
+pub enum VcpuIo {
+    /// A payload guest: the hypercall port; any other access is fatal.
+    Payload(HypercallDevice),
+    /// A Linux guest: its port devices; unclaimed ports and MMIO read as
+    /// all ones and ignore writes.
+    Linux(Arc<PioBus>),
+}
+
 /// A vCPU and what it needs to run.
 #[derive(Debug)]
 pub struct Vcpu {
     /// Index.
     pub index: u32,
     fd: VcpuFd,
-    hypercalls: HypercallDevice,
+    io: VcpuIo,
     stop: Arc<AtomicBool>,
     gate: Arc<PauseGate>,
+}
+
+/// What the run loop does after an exit.
+enum Step {
+    Continue,
+    End(VcpuEnd),
+    Fail(String),
+    /// KVM_EXIT_INTERNAL_ERROR: details are in the vCPU's run structure.
+    InternalError,
 }
 
 impl Vcpu {
@@ -70,14 +94,14 @@ impl Vcpu {
     pub fn new(
         index: u32,
         fd: VcpuFd,
-        hypercalls: HypercallDevice,
+        io: VcpuIo,
         stop: Arc<AtomicBool>,
         gate: Arc<PauseGate>,
     ) -> Self {
         Vcpu {
             index,
             fd,
-            hypercalls,
+            io,
             stop,
             gate,
         }
@@ -101,40 +125,97 @@ impl Vcpu {
                 Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => continue,
                 Err(e) => return self.failed(format!("KVM_RUN failed: {e}")),
             };
-            let reason = match exit {
-                VcpuExit::IoOut(port, data) => {
-                    match self.hypercalls.handle_out(self.index, port, data) {
-                        Ok(Outcome::Continue) => continue,
-                        Ok(Outcome::Exit(code)) => return VcpuEnd::Exited { code },
-                        Err(e) => format!("bad hypercall: {e}"),
-                    }
-                }
-                VcpuExit::IoIn(port, _) => format!("port in from unclaimed port {port:#x}"),
-                VcpuExit::MmioRead(addr, _) => {
-                    format!("read of unbacked guest-physical address {addr:#x}")
-                }
-                VcpuExit::MmioWrite(addr, _) => {
-                    format!("write to unbacked guest-physical address {addr:#x}")
-                }
-                VcpuExit::Shutdown => {
-                    "triple fault (KVM_EXIT_SHUTDOWN): the guest took an exception it cannot handle"
-                        .into()
-                }
-                VcpuExit::Hlt => "halted (hlt) with interrupts off".into(),
-                VcpuExit::InternalError => {
+            let step = match &self.io {
+                VcpuIo::Payload(hypercalls) => payload_exit(hypercalls, self.index, exit),
+                VcpuIo::Linux(bus) => linux_exit(bus, exit),
+            };
+            let reason = match step {
+                Step::Continue => continue,
+                Step::End(end) => return end,
+                Step::Fail(reason) => reason,
+                Step::InternalError => {
                     let run = self.fd.get_kvm_run();
                     // SAFETY: the exit reason is KVM_EXIT_INTERNAL_ERROR, for
                     // which KVM fills the `internal` member of the union.
                     let suberror = unsafe { run.__bindgen_anon_1.internal.suberror };
-                    format!("KVM internal error (suberror {suberror})")
+                    internal_error(suberror)
                 }
-                VcpuExit::FailEntry(reason, cpu) => {
-                    format!("VM entry failed (hardware reason {reason:#x}, cpu {cpu})")
-                }
-                VcpuExit::Intr => continue,
-                other => format!("unexpected exit {other:?}"),
             };
             return self.failed(reason);
         }
+    }
+}
+
+/// `KVM_INTERNAL_ERROR_EMULATION`.
+const INTERNAL_ERROR_EMULATION: u32 = 1;
+
+/// What a KVM internal error means. Emulation failures are what a guest
+/// kernel meets on hosts whose KVM emulates guest kernel mode (PVM) with
+/// an emulator that lacks some instructions.
+fn internal_error(suberror: u32) -> String {
+    match suberror {
+        INTERNAL_ERROR_EMULATION => format!(
+            "KVM internal error (suberror {suberror}: KVM could not emulate the guest's instruction)"
+        ),
+        _ => format!("KVM internal error (suberror {suberror})"),
+    }
+}
+
+/// Exits that end a vCPU of either kind of guest.
+fn fatal_exit(exit: VcpuExit<'_>) -> Step {
+    Step::Fail(match exit {
+        VcpuExit::Shutdown => {
+            "triple fault (KVM_EXIT_SHUTDOWN): the guest took an exception it cannot handle".into()
+        }
+        VcpuExit::InternalError => return Step::InternalError,
+        VcpuExit::FailEntry(reason, cpu) => {
+            format!("VM entry failed (hardware reason {reason:#x}, cpu {cpu})")
+        }
+        other => format!("unexpected exit {other:?}"),
+    })
+}
+
+/// A payload guest's exit: the hypercall port or a fatal error.
+fn payload_exit(hypercalls: &HypercallDevice, index: u32, exit: VcpuExit<'_>) -> Step {
+    match exit {
+        VcpuExit::IoOut(port, data) => match hypercalls.handle_out(index, port, data) {
+            Ok(Outcome::Continue) => Step::Continue,
+            Ok(Outcome::Exit(code)) => Step::End(VcpuEnd::Exited { code }),
+            Err(e) => Step::Fail(format!("bad hypercall: {e}")),
+        },
+        VcpuExit::IoIn(port, _) => Step::Fail(format!("port in from unclaimed port {port:#x}")),
+        VcpuExit::MmioRead(addr, _) => {
+            Step::Fail(format!("read of unbacked guest-physical address {addr:#x}"))
+        }
+        VcpuExit::MmioWrite(addr, _) => Step::Fail(format!(
+            "write to unbacked guest-physical address {addr:#x}"
+        )),
+        VcpuExit::Hlt => Step::Fail("halted (hlt) with interrupts off".into()),
+        VcpuExit::Intr => Step::Continue,
+        other => fatal_exit(other),
+    }
+}
+
+/// A Linux guest's exit: port devices, empty MMIO, a reset request.
+fn linux_exit(bus: &PioBus, exit: VcpuExit<'_>) -> Step {
+    match exit {
+        VcpuExit::IoOut(port, data) => match bus.write(port, data) {
+            PioOutcome::Continue => Step::Continue,
+            PioOutcome::Reset => Step::End(VcpuEnd::Reset),
+        },
+        VcpuExit::IoIn(port, data) => {
+            bus.read(port, data);
+            Step::Continue
+        }
+        // No MMIO devices: reads find nothing, writes go nowhere.
+        VcpuExit::MmioRead(_, data) => {
+            data.fill(0xff);
+            Step::Continue
+        }
+        VcpuExit::MmioWrite(..) | VcpuExit::Intr | VcpuExit::Hlt => Step::Continue,
+        VcpuExit::SystemEvent(kind, _) if kind == kvm_bindings::KVM_SYSTEM_EVENT_RESET => {
+            Step::End(VcpuEnd::Reset)
+        }
+        other => fatal_exit(other),
     }
 }

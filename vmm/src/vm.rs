@@ -1,7 +1,10 @@
-//! A payload VM: validates its configuration, builds tiered guest memory,
-//! the KVM VM and its vCPUs, loads the payload, and runs the vCPU threads
-//! until the guest exits, fails, times out or is stopped; other threads
-//! pause, resume and stop it through a [`VcpuControl`].
+//! A VM: validates its configuration, builds tiered guest memory, the KVM
+//! VM and its vCPUs, loads the guest (a payload, or a Linux kernel with
+//! the devices it needs, see [`crate::vm_linux`]), and runs the vCPU
+//! threads until the guest exits, fails, resets, times out or is stopped;
+//! other threads pause, resume and stop it through a [`VcpuControl`].
+//! Memory, memslots, migration, trackers and the tiering engine are the
+//! same for both kinds of guest.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,29 +26,35 @@ use guest_memory::{BackendKind, MemoryConfig, Migrator, TierUsage, TieredMemory}
 use tiering::{Engine, EngineError, TieringPolicy};
 
 use crate::arch::regs::{self, EntryState, RegsError};
+use crate::devices::console::ConsoleConfig;
 use crate::devices::hypercall::{HypercallDevice, LogSink};
 use crate::guest_state::GuestState;
+use crate::linux::{LinuxBoot, LinuxError, LinuxPlan};
 use crate::migration::{self, MigrationConfig, MigrationError, MigratorKind};
 use crate::pause::PauseGate;
 use crate::payload::boot::{BootError, BootPlan};
-use crate::payload::elf::{self, ElfError};
+use crate::payload::elf::{self, ElfError, PayloadImage};
 use crate::payload::embedded::WORKLOADS_ELF;
-use crate::vcpu::{self, Vcpu, VcpuEnd};
+use crate::vcpu::{self, Vcpu, VcpuEnd, VcpuIo};
 use crate::vcpu_control::{VcpuControl, VcpuThreads};
 pub use crate::vm_engine::EngineStart;
 use crate::vm_engine::{PendingParts, VmEngine};
+use crate::vm_linux::{self, LinuxDevices};
 use crate::vm_trackers::VmTrackers;
 
-/// Where the payload image comes from.
+/// What the guest runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PayloadSource {
     /// The workloads built into `tiervisor`.
     Embedded,
-    /// An ELF file.
+    /// A payload ELF file.
     File(PathBuf),
+    /// A Linux kernel, initramfs and command line (the argument string is
+    /// not used).
+    Linux(LinuxBoot),
 }
 
-/// Everything needed to run a payload VM.
+/// Everything needed to run a VM.
 #[derive(Clone, Debug)]
 pub struct VmConfig {
     /// Number of vCPUs.
@@ -95,6 +104,12 @@ pub enum VmError {
     /// The payload image is invalid.
     #[error("payload: {0}")]
     Elf(#[from] ElfError),
+    /// The Linux kernel, initramfs or command line cannot boot.
+    #[error("linux: {0}")]
+    Linux(#[from] LinuxError),
+    /// The serial console could not be set up (its file, its eventfd).
+    #[error("serial console")]
+    Console(#[source] std::io::Error),
     /// Boot state could not be planned or written.
     #[error("boot: {0}")]
     Boot(#[from] BootError),
@@ -169,6 +184,13 @@ pub enum VmEnd {
     },
     /// Stopped through [`VcpuControl::stop`] before every vCPU exited.
     Stopped,
+    /// The guest asked for a CPU reset (Linux's reboot, or its poweroff
+    /// fallback without ACPI): tiervisor does not reboot guests, so the VM
+    /// ends, as a success.
+    GuestReset {
+        /// The vCPU that asked.
+        vcpu: u32,
+    },
 }
 
 impl VmEnd {
@@ -185,13 +207,19 @@ impl VmEnd {
             },
             VmEnd::TimedOut { seconds } => format!("guest timed out after {seconds} s"),
             VmEnd::Stopped => "guest stopped by the VMM".into(),
+            VmEnd::GuestReset { vcpu } => {
+                format!("guest reset itself on vCPU {vcpu} (reboot or poweroff); the VM ended")
+            }
         }
     }
 
-    /// Whether the guest ended well: every vCPU exited with code 0, or the
-    /// VMM stopped it on request.
+    /// Whether the guest ended well: every vCPU exited with code 0, the
+    /// guest reset itself, or the VMM stopped it on request.
     pub fn is_success(&self) -> bool {
-        matches!(self, VmEnd::Success | VmEnd::Stopped)
+        matches!(
+            self,
+            VmEnd::Success | VmEnd::Stopped | VmEnd::GuestReset { .. }
+        )
     }
 }
 
@@ -202,14 +230,16 @@ pub struct VmOptions {
     pub trackers: Vec<TrackerKind>,
     /// When the tiering engine starts.
     pub engine_start: EngineStart,
+    /// Where a Linux guest's serial console goes (payloads have none).
+    pub console: ConsoleConfig,
 }
 
 /// Asks a payload to finish gracefully (sets the boot info's stop word);
-/// usable from any thread while the VM runs.
+/// usable from any thread while the VM runs. A Linux guest has no stop
+/// word: for it the request does nothing, and only a hard stop ends it.
 #[derive(Clone, Debug)]
 pub struct StopHandle {
-    memory: Arc<TieredMemory>,
-    writes: Arc<HostWriteLog>,
+    payload: Option<(Arc<TieredMemory>, Arc<HostWriteLog>)>,
 }
 
 impl StopHandle {
@@ -217,15 +247,29 @@ impl StopHandle {
     /// final checks and exits.
     pub fn request(&self) {
         use vm_memory::Bytes;
+        let Some((memory, writes)) = &self.payload else {
+            return;
+        };
         let gpa = crate::arch::layout::STOP_FLAG_GPA;
         // The stop word is in RAM (the boot plan wrote it), so this write
         // cannot fail.
-        let _ = self.writes.write_section(gpa, 8, || {
-            self.memory
+        let _ = writes.write_section(gpa, 8, || {
+            memory
                 .guest_memory()
                 .write_slice(&1u64.to_le_bytes(), vm_memory::GuestAddress(gpa))
         });
     }
+}
+
+/// The guest, planned before anything is built.
+enum GuestPlan<'a> {
+    /// A payload image and its boot plan.
+    Payload {
+        image: PayloadImage<'a>,
+        plan: BootPlan,
+    },
+    /// A Linux boot.
+    Linux(LinuxPlan),
 }
 
 /// A created, not yet running VM.
@@ -248,6 +292,7 @@ pub struct Vm {
     stop: Arc<AtomicBool>,
     timeout: Option<Duration>,
     free: Vec<GpaRange>,
+    linux: Option<LinuxDevices>,
 }
 
 impl Vm {
@@ -271,6 +316,7 @@ impl Vm {
         let options = VmOptions {
             trackers: trackers.to_vec(),
             engine_start: EngineStart::AtCreate,
+            console: ConsoleConfig::default(),
         };
         Self::with_options(config, log, &options)
     }
@@ -294,24 +340,6 @@ impl Vm {
                 max,
             });
         }
-        let workload = match config.payload {
-            PayloadSource::Embedded => Some(
-                workloads::Spec::parse(&config.args)
-                    .map_err(|e| VmError::Workload(e.to_string()))?,
-            ),
-            PayloadSource::File(_) => None,
-        };
-        let file_bytes;
-        let image_bytes = match &config.payload {
-            PayloadSource::Embedded => WORKLOADS_ELF,
-            PayloadSource::File(path) => {
-                file_bytes = std::fs::read(path).map_err(|source| VmError::ReadPayload {
-                    path: path.clone(),
-                    source,
-                })?;
-                &file_bytes[..]
-            }
-        };
         let ram: Vec<GpaRange> = guest_memory::ram_regions(config.memory.size)
             .iter()
             .map(|r| GpaRange {
@@ -319,12 +347,37 @@ impl Vm {
                 len: r.len,
             })
             .collect();
-        let image = elf::parse(image_bytes, &ram)?;
-        let mut plan = BootPlan::new(&image, &ram, config.vcpus, &config.args, 0)?;
-        if let Some(spec) = &workload {
-            spec.buffer_bytes(plan.first_free_bytes())
-                .map_err(|e| VmError::Workload(e.to_string()))?;
-        }
+        let file_bytes;
+        let mut guest = match &config.payload {
+            PayloadSource::Linux(boot) => GuestPlan::Linux(LinuxPlan::new(boot, &ram)?),
+            payload => {
+                let workload = match payload {
+                    PayloadSource::Embedded => Some(
+                        workloads::Spec::parse(&config.args)
+                            .map_err(|e| VmError::Workload(e.to_string()))?,
+                    ),
+                    _ => None,
+                };
+                let image_bytes = match payload {
+                    PayloadSource::File(path) => {
+                        file_bytes =
+                            std::fs::read(path).map_err(|source| VmError::ReadPayload {
+                                path: path.clone(),
+                                source,
+                            })?;
+                        &file_bytes[..]
+                    }
+                    _ => WORKLOADS_ELF,
+                };
+                let image = elf::parse(image_bytes, &ram)?;
+                let plan = BootPlan::new(&image, &ram, config.vcpus, &config.args, 0)?;
+                if let Some(spec) = &workload {
+                    spec.buffer_bytes(plan.first_free_bytes())
+                        .map_err(|e| VmError::Workload(e.to_string()))?;
+                }
+                GuestPlan::Payload { image, plan }
+            }
+        };
 
         let memory = Arc::new(TieredMemory::new(&config.memory)?);
         let vm_fd = Arc::new(kvm.create_vm().map_err(kvm_err("creating the VM"))?);
@@ -375,7 +428,16 @@ impl Vm {
                 .map_err(kvm_err("registering a memory slot"))?;
         }
 
-        let cpuid = regs::guest_cpuid(&kvm)?;
+        let linux = match &guest {
+            GuestPlan::Linux(_) => {
+                // The interrupt controllers before the vCPUs (their local
+                // APICs come with them), the devices after (the serial
+                // IRQ needs the irqchip).
+                vm_linux::create_platform(&vm_fd)?;
+                Some(LinuxDevices::new(&vm_fd, &options.console)?)
+            }
+            GuestPlan::Payload { .. } => None,
+        };
         let mut fds = Vec::new();
         for index in 0..config.vcpus {
             fds.push(
@@ -384,8 +446,30 @@ impl Vm {
                     .map_err(kvm_err("creating a vCPU"))?,
             );
         }
-        plan.info.tsc_khz = fds[0].get_tsc_khz().map_or(0, u64::from);
-        plan.write(memory.guest_memory(), &image, &config.args)?;
+        match &mut guest {
+            GuestPlan::Payload { image, plan } => {
+                plan.info.tsc_khz = fds[0].get_tsc_khz().map_or(0, u64::from);
+                plan.write(memory.guest_memory(), image, &config.args)?;
+                let cpuid = regs::guest_cpuid(&kvm)?;
+                for (index, fd) in (0..config.vcpus).zip(&fds) {
+                    regs::setup_payload_vcpu(
+                        fd,
+                        &cpuid,
+                        &EntryState {
+                            rip: image.entry,
+                            stack_top: plan.stack_tops[index as usize],
+                            vcpu_index: u64::from(index),
+                            vcpu_count: u64::from(config.vcpus),
+                            boot_info: crate::arch::layout::BOOT_INFO_GPA,
+                        },
+                    )?;
+                }
+            }
+            GuestPlan::Linux(plan) => {
+                let entry = vm_linux::write_boot(plan, memory.guest_memory())?;
+                vm_linux::setup_vcpus(&kvm, &fds, &entry)?;
+            }
+        }
 
         let ram_end = memory
             .regions()
@@ -418,32 +502,18 @@ impl Vm {
         let state = Arc::new(GuestState::new(config.vcpus));
         let stop = Arc::new(AtomicBool::new(false));
         let gate = Arc::new(PauseGate::new());
-        let device = HypercallDevice::new(
-            memory.guest_memory().clone(),
-            state.clone(),
-            log,
-            writes.clone(),
-        );
+        let io = match &linux {
+            Some(devices) => VcpuIo::Linux(devices.bus.clone()),
+            None => VcpuIo::Payload(HypercallDevice::new(
+                memory.guest_memory().clone(),
+                state.clone(),
+                log,
+                writes.clone(),
+            )),
+        };
         let mut vcpus = Vec::new();
         for (index, fd) in (0..config.vcpus).zip(fds) {
-            regs::setup_payload_vcpu(
-                &fd,
-                &cpuid,
-                &EntryState {
-                    rip: image.entry,
-                    stack_top: plan.stack_tops[index as usize],
-                    vcpu_index: u64::from(index),
-                    vcpu_count: u64::from(config.vcpus),
-                    boot_info: crate::arch::layout::BOOT_INFO_GPA,
-                },
-            )?;
-            vcpus.push(Vcpu::new(
-                index,
-                fd,
-                device.clone(),
-                stop.clone(),
-                gate.clone(),
-            ));
+            vcpus.push(Vcpu::new(index, fd, io.clone(), stop.clone(), gate.clone()));
         }
         let engine = match (&config.tiering, &migrator) {
             (Some(policy), Some(m)) => VmEngine::new(
@@ -474,7 +544,11 @@ impl Vm {
             state,
             stop,
             timeout: config.timeout,
-            free: plan.info.free().to_vec(),
+            free: match &guest {
+                GuestPlan::Payload { plan, .. } => plan.info.free().to_vec(),
+                GuestPlan::Linux(_) => Vec::new(),
+            },
+            linux,
         })
     }
 
@@ -558,16 +632,19 @@ impl Vm {
         self.tracker(name.parse()?, FaultSampleConfig::default())
     }
 
-    /// A handle that asks the payload to finish gracefully.
+    /// A handle that asks the payload to finish gracefully (for a Linux
+    /// guest it does nothing).
     pub fn stop_handle(&self) -> StopHandle {
         StopHandle {
-            memory: self.memory.clone(),
-            writes: self.writes.clone(),
+            payload: self
+                .linux
+                .is_none()
+                .then(|| (self.memory.clone(), self.writes.clone())),
         }
     }
 
     /// The guest's free RAM as its boot info describes it (where payload
-    /// buffers live).
+    /// buffers live); `None` for a Linux guest.
     pub fn first_free_range(&self) -> Option<GpaRange> {
         self.free.first().copied()
     }
@@ -592,6 +669,11 @@ impl Vm {
         tick: &mut dyn FnMut(&GuestState, &[TierUsage]),
     ) -> Result<VmEnd, VmError> {
         vcpu::install_kick_handler().map_err(VmError::Thread)?;
+        // Console input for as long as the vCPUs run; dropped at the end.
+        let _input = match &self.linux {
+            Some(devices) => devices.start_input()?,
+            None => None,
+        };
         self.start_engine()?;
         let (tx, rx) = mpsc::channel::<(u32, VcpuEnd)>();
         let mut started_threads = 0;
@@ -644,6 +726,7 @@ impl Vm {
                             None
                         }
                         VcpuEnd::Exited { code } => Some(VmEnd::GuestExit { vcpu: index, code }),
+                        VcpuEnd::Reset => Some(VmEnd::GuestReset { vcpu: index }),
                         VcpuEnd::Failed { reason, rip } => Some(VmEnd::Failed {
                             vcpu: index,
                             reason,

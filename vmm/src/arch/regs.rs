@@ -39,6 +39,12 @@ pub enum RegsError {
         #[source]
         source: kvm_ioctls::Error,
     },
+    /// A CPUID or MSR list too long for KVM's structures.
+    #[error("too many {0} entries")]
+    TooManyEntries(&'static str),
+    /// KVM refused to set a boot MSR.
+    #[error("KVM refused to set MSR {0:#x}")]
+    MsrRefused(u32),
 }
 
 /// What each vCPU receives at entry.

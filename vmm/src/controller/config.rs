@@ -11,6 +11,7 @@ use api::types::{MigrationBody, PayloadConfig, VmConfigBody};
 use guest_memory::{MAX_SIZE, MIN_FRAME_SIZE};
 use page_copy::EngineSpec;
 
+use crate::linux::LinuxBoot;
 use crate::migration::{MigrationConfig, MigratorKind};
 use crate::vm::{PayloadSource, VmConfig};
 
@@ -59,6 +60,18 @@ pub fn vm_config(body: &VmConfigBody) -> Result<VmConfig, ControlError> {
             (PayloadSource::Embedded, spec.clone())
         }
         PayloadConfig::Elf { path, args } => (PayloadSource::File(path.clone()), args.clone()),
+        PayloadConfig::Kernel {
+            kernel,
+            initramfs,
+            cmdline,
+        } => (
+            PayloadSource::Linux(LinuxBoot {
+                kernel: kernel.clone(),
+                initramfs: initramfs.clone(),
+                cmdline: cmdline.clone(),
+            }),
+            String::new(),
+        ),
     };
     let copy_engine = match &body.migration.copy_engine {
         None => MigrationConfig::default().copy_engine,
@@ -140,6 +153,11 @@ pub fn config_body(config: &VmConfig, id: &str) -> VmConfigBody {
             path: path.clone(),
             args: config.args.clone(),
         },
+        PayloadSource::Linux(boot) => PayloadConfig::Kernel {
+            kernel: boot.kernel.clone(),
+            initramfs: boot.initramfs.clone(),
+            cmdline: boot.cmdline.clone(),
+        },
     };
     VmConfigBody {
         id: id.into(),
@@ -214,6 +232,37 @@ mod tests {
         assert_eq!(back.memory, body().memory);
         assert_eq!(back.payload, body().payload);
         assert_eq!(back.timeout_s, Some(2.5));
+    }
+
+    #[test]
+    fn a_kernel_payload_becomes_a_linux_guest_and_back() {
+        let mut b = body();
+        b.payload = PayloadConfig::Kernel {
+            kernel: "/boot/vmlinuz".into(),
+            initramfs: Some("/boot/initrd.img".into()),
+            cmdline: "console=ttyS0 quiet".into(),
+        };
+        let config = vm_config(&b).unwrap();
+        assert_eq!(
+            config.payload,
+            PayloadSource::Linux(LinuxBoot {
+                kernel: "/boot/vmlinuz".into(),
+                initramfs: Some("/boot/initrd.img".into()),
+                cmdline: "console=ttyS0 quiet".into(),
+            })
+        );
+        assert_eq!(config_body(&config, "vm0").payload, b.payload);
+        // The command line defaults to the serial console.
+        let parsed: PayloadConfig =
+            serde_json::from_str(r#"{"kind": "kernel", "kernel": "/k"}"#).unwrap();
+        assert_eq!(
+            parsed,
+            PayloadConfig::Kernel {
+                kernel: "/k".into(),
+                initramfs: None,
+                cmdline: "console=ttyS0".into(),
+            }
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ use guest_memory::ConfigError;
 use tiering::{EngineError, HeatConfigError, PolicyError};
 
 use crate::error_chain;
+use crate::linux::LinuxError;
 use crate::migration::MigrationError;
 use crate::payload::boot::BootError;
 use crate::payload::elf::ElfError;
@@ -35,6 +36,7 @@ pub(crate) fn create_error(e: VmError, body: &VmConfigBody) -> ControlError {
     let (payload_field, args_field) = match body.payload {
         PayloadConfig::Workload { .. } => ("payload.spec", "payload.spec"),
         PayloadConfig::Elf { .. } => ("payload.path", "payload.args"),
+        PayloadConfig::Kernel { .. } => ("payload.kernel", "payload.cmdline"),
     };
     match &e {
         VmError::VcpuCount { .. } => invalid("vcpus", &e),
@@ -48,6 +50,10 @@ pub(crate) fn create_error(e: VmError, body: &VmConfigBody) -> ControlError {
             BootError::NoRoomForStacks { .. } => invalid("memory.size", &e),
             _ => internal(&e),
         },
+        VmError::Linux(l) => match linux_field(l) {
+            Some(field) => invalid(field, &e),
+            None => internal(&e),
+        },
         VmError::Memory(guest_memory::Error::Config(c)) => invalid(memory_field(c, body), c),
         VmError::Migration(m) => match m {
             MigrationError::Remap(_) | MigrationError::Kernel(_) => {
@@ -59,6 +65,28 @@ pub(crate) fn create_error(e: VmError, body: &VmConfigBody) -> ControlError {
         VmError::TieringWithoutMigrator => invalid("migration.migrator", &e),
         _ => internal(&e),
     }
+}
+
+/// The field of a Linux payload a [`LinuxError`] is about; `None` for the
+/// VMM's own failures.
+fn linux_field(e: &LinuxError) -> Option<&'static str> {
+    Some(match e {
+        LinuxError::Read {
+            what: "initramfs", ..
+        }
+        | LinuxError::EmptyInitramfs(_) => "payload.initramfs",
+        LinuxError::Read { .. }
+        | LinuxError::NotAKernel
+        | LinuxError::BadBzImage(_)
+        | LinuxError::BadElf(_)
+        | LinuxError::Load(_) => "payload.kernel",
+        LinuxError::CmdlineTooLong { .. } | LinuxError::CmdlineNul => "payload.cmdline",
+        // The kernel or initramfs fits in a larger guest.
+        LinuxError::KernelTooBig { .. }
+        | LinuxError::InitramfsTooBig { .. }
+        | LinuxError::RamTooSmall(_) => "memory.size",
+        LinuxError::TooManyMemoryMapEntries(..) | LinuxError::Write { .. } => return None,
+    })
 }
 
 /// An error of the tiering engine for a policy whose fields are under

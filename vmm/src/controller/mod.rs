@@ -42,6 +42,7 @@ use api::{ControlError, VmmControl};
 use guest_memory::{Migrator, TieredMemory};
 use tiering::{Engine, EngineStats, RebalanceProgress, TieringPolicy};
 
+use crate::devices::console::ConsoleConfig;
 use crate::devices::hypercall::LogSink;
 use crate::guest_state::GuestState;
 use crate::vm::{EngineStart, Vm, VmEnd, VmOptions};
@@ -307,9 +308,12 @@ impl VmmControl for VmController {
             return Err(wrong(state, "create a VM"));
         }
         let config = vm_config(&body)?;
+        // A Linux guest's console goes to the server's stdout; the API
+        // has no console input.
         let options = VmOptions {
             trackers: Vec::new(),
             engine_start: self.options.engine_start,
+            console: ConsoleConfig::default(),
         };
         let vm = Vm::with_options(&config, self.log.clone(), &options)
             .map_err(|e| create_error(e, &body))?;

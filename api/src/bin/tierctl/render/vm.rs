@@ -65,6 +65,18 @@ pub fn render_info(info: &VmInfo) -> String {
         PayloadConfig::Workload { spec } => format!("workload {spec}"),
         PayloadConfig::Elf { path, args } if args.is_empty() => format!("elf {}", path.display()),
         PayloadConfig::Elf { path, args } => format!("elf {} {args:?}", path.display()),
+        PayloadConfig::Kernel {
+            kernel,
+            initramfs: Some(initramfs),
+            cmdline,
+        } => format!(
+            "kernel {} initramfs {} {cmdline:?}",
+            kernel.display(),
+            initramfs.display()
+        ),
+        PayloadConfig::Kernel {
+            kernel, cmdline, ..
+        } => format!("kernel {} {cmdline:?}", kernel.display()),
     };
     let migration = match &config.migration.copy_engine {
         Some(engine) => format!(

@@ -1,0 +1,115 @@
+//! The Linux side of building a VM: the platform KVM emulates (in-kernel
+//! PIC, IOAPIC and local APICs, the PIT), the serial console and i8042 on
+//! the port I/O bus, the boot image in guest memory, and each vCPU's CPU
+//! state. Guest memory, memslots, migration, trackers and the tiering
+//! engine are built by [`crate::vm`] exactly as for payload guests.
+
+use std::sync::Arc;
+
+use kvm_bindings::{KVM_MAX_CPUID_ENTRIES, kvm_pit_config};
+use kvm_ioctls::{Kvm, VcpuFd, VmFd};
+use vm_memory::GuestMemoryMmap;
+use vmm_sys_util::eventfd::EventFd;
+
+use crate::arch::cpuid::{self, HostQuirks};
+use crate::arch::linux_regs::{self, LinuxEntry};
+use crate::arch::regs::RegsError;
+use crate::devices::console::ConsoleConfig;
+use crate::devices::pio_bus::{PioBus, SERIAL_IRQ};
+use crate::devices::serial::{InputPump, SerialConsole};
+use crate::linux::LinuxPlan;
+use crate::linux::layout::BOOT_STACK_GPA;
+use crate::vm::VmError;
+
+/// Where the TSS of real-mode emulation goes on Intel hosts: three pages
+/// at the top of the 32-bit space, inside the MMIO hole, clear of the
+/// IOAPIC and local APIC.
+const KVM_TSS_ADDRESS: usize = 0xfffb_d000;
+/// `KVM_PIT_SPEAKER_DUMMY`: KVM answers the speaker port (0x61) itself.
+const PIT_SPEAKER_DUMMY: u32 = 1;
+
+fn kvm_err(what: &'static str) -> impl FnOnce(kvm_ioctls::Error) -> VmError {
+    move |source| VmError::Kvm { what, source }
+}
+
+/// The in-kernel interrupt controllers and PIT. Must come before the
+/// vCPUs, whose local APICs KVM creates with them.
+pub(crate) fn create_platform(vm_fd: &VmFd) -> Result<(), VmError> {
+    vm_fd
+        .set_tss_address(KVM_TSS_ADDRESS)
+        .map_err(kvm_err("setting the TSS address"))?;
+    vm_fd
+        .create_irq_chip()
+        .map_err(kvm_err("creating the in-kernel irqchip"))?;
+    let pit = kvm_pit_config {
+        flags: PIT_SPEAKER_DUMMY,
+        ..Default::default()
+    };
+    vm_fd
+        .create_pit2(pit)
+        .map_err(kvm_err("creating the in-kernel PIT"))
+}
+
+/// A Linux guest's devices and console wiring, kept by the VM.
+#[derive(Debug)]
+pub(crate) struct LinuxDevices {
+    /// The port I/O bus the vCPUs' exits go to.
+    pub bus: Arc<PioBus>,
+    /// Whether stdin feeds the console while the VM runs.
+    pub stdin: bool,
+}
+
+impl LinuxDevices {
+    /// The serial console (COM1, IRQ 4 through an irqfd) and i8042.
+    pub fn new(vm_fd: &VmFd, console: &ConsoleConfig) -> Result<Self, VmError> {
+        let irq = EventFd::new(libc::EFD_NONBLOCK).map_err(VmError::Console)?;
+        vm_fd
+            .register_irqfd(&irq, SERIAL_IRQ)
+            .map_err(kvm_err("registering the serial IRQ"))?;
+        let out = console.output.open().map_err(VmError::Console)?;
+        Ok(LinuxDevices {
+            bus: Arc::new(PioBus::new(SerialConsole::new(irq, out))),
+            stdin: console.stdin,
+        })
+    }
+
+    /// Starts feeding stdin to the console, if asked to; the pump stops
+    /// when dropped.
+    pub fn start_input(&self) -> Result<Option<InputPump>, VmError> {
+        if !self.stdin {
+            return Ok(None);
+        }
+        InputPump::start(self.bus.serial().clone(), libc::STDIN_FILENO)
+            .map(Some)
+            .map_err(VmError::Thread)
+    }
+}
+
+/// Writes the boot image into `mem` and says how the bootstrap vCPU
+/// enters it.
+pub(crate) fn write_boot(plan: &LinuxPlan, mem: &GuestMemoryMmap) -> Result<LinuxEntry, VmError> {
+    // ACPI call site: the lead wires `acpi::write_tables(mem, vcpus)`
+    // here; the RSDP address it returns goes to the kernel as
+    // `boot_params.acpi_rsdp_addr` (bzImage) or
+    // `hvm_start_info.rsdp_paddr` (PVH). Until then Linux finds no ACPI
+    // tables, and no MADT: it sees one CPU.
+    let acpi_rsdp: Option<u64> = None;
+    Ok(plan.write(mem, acpi_rsdp)?)
+}
+
+/// Sets up every vCPU's CPU state: vCPU 0 (the bootstrap processor)
+/// enters the kernel at `entry`; the others wait for the kernel's
+/// INIT/SIPI in KVM.
+pub(crate) fn setup_vcpus(kvm: &Kvm, fds: &[VcpuFd], entry: &LinuxEntry) -> Result<(), VmError> {
+    let supported = kvm
+        .get_supported_cpuid(KVM_MAX_CPUID_ENTRIES)
+        .map_err(RegsError::SupportedCpuid)?;
+    let quirks = HostQuirks::detect();
+    let count = fds.len() as u32;
+    for (index, fd) in (0..count).zip(fds) {
+        let cpuid = cpuid::linux_cpuid(&supported, index, count, quirks)?;
+        let bsp_entry = (index == 0).then_some(entry);
+        linux_regs::setup_linux_vcpu(fd, &cpuid, bsp_entry, BOOT_STACK_GPA)?;
+    }
+    Ok(())
+}
