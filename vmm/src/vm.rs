@@ -107,6 +107,9 @@ pub enum VmError {
     /// The Linux kernel, initramfs or command line cannot boot.
     #[error("linux: {0}")]
     Linux(#[from] LinuxError),
+    /// The ACPI tables could not be built for this VM.
+    #[error("ACPI tables")]
+    Acpi(#[from] crate::acpi::AcpiError),
     /// The serial console could not be set up (its file, its eventfd).
     #[error("serial console")]
     Console(#[source] std::io::Error),
@@ -466,7 +469,7 @@ impl Vm {
                 }
             }
             GuestPlan::Linux(plan) => {
-                let entry = vm_linux::write_boot(plan, memory.guest_memory())?;
+                let entry = vm_linux::write_boot(plan, memory.guest_memory(), config.vcpus)?;
                 vm_linux::setup_vcpus(&kvm, &fds, &entry)?;
             }
         }

@@ -6,11 +6,15 @@
 
 use std::sync::Arc;
 
-use kvm_bindings::{KVM_MAX_CPUID_ENTRIES, kvm_pit_config};
+use kvm_bindings::{
+    KVM_IRQCHIP_PIC_MASTER, KVM_IRQCHIP_PIC_SLAVE, KVM_MAX_CPUID_ENTRIES, kvm_irqchip,
+    kvm_pit_config,
+};
 use kvm_ioctls::{Kvm, VcpuFd, VmFd};
 use vm_memory::GuestMemoryMmap;
 use vmm_sys_util::eventfd::EventFd;
 
+use crate::acpi::{self, AcpiConfig};
 use crate::arch::cpuid::{self, HostQuirks};
 use crate::arch::linux_regs::{self, LinuxEntry};
 use crate::arch::regs::RegsError;
@@ -41,6 +45,7 @@ pub(crate) fn create_platform(vm_fd: &VmFd) -> Result<(), VmError> {
     vm_fd
         .create_irq_chip()
         .map_err(kvm_err("creating the in-kernel irqchip"))?;
+    mask_pics(vm_fd)?;
     let pit = kvm_pit_config {
         flags: PIT_SPEAKER_DUMMY,
         ..Default::default()
@@ -48,6 +53,27 @@ pub(crate) fn create_platform(vm_fd: &VmFd) -> Result<(), VmError> {
     vm_fd
         .create_pit2(pit)
         .map_err(kvm_err("creating the in-kernel PIT"))
+}
+
+/// Masks every line of both 8259 PICs. The FADT says hardware-reduced
+/// ACPI, so Linux never programs the PICs, while KVM's default routing
+/// sends ISA IRQs to them as well as to the IOAPIC and the boot CPU's
+/// LINT0 accepts them: an unprogrammed PIC (vector base 0) would turn
+/// serial IRQ 4 into exception vector 4. Masked, they deliver nothing.
+fn mask_pics(vm_fd: &VmFd) -> Result<(), VmError> {
+    for chip_id in [KVM_IRQCHIP_PIC_MASTER, KVM_IRQCHIP_PIC_SLAVE] {
+        let mut chip = kvm_irqchip {
+            chip_id,
+            ..Default::default()
+        };
+        vm_fd
+            .get_irqchip(&mut chip)
+            .map_err(kvm_err("reading a PIC's state"))?;
+        // For the PIC chip ids KVM fills the union's `pic` member.
+        chip.chip.pic.imr = 0xff;
+        vm_fd.set_irqchip(&chip).map_err(kvm_err("masking a PIC"))?;
+    }
+    Ok(())
 }
 
 /// A Linux guest's devices and console wiring, kept by the VM.
@@ -87,14 +113,17 @@ impl LinuxDevices {
 
 /// Writes the boot image into `mem` and says how the bootstrap vCPU
 /// enters it.
-pub(crate) fn write_boot(plan: &LinuxPlan, mem: &GuestMemoryMmap) -> Result<LinuxEntry, VmError> {
-    // ACPI call site: the lead wires `acpi::write_tables(mem, vcpus)`
-    // here; the RSDP address it returns goes to the kernel as
-    // `boot_params.acpi_rsdp_addr` (bzImage) or
-    // `hvm_start_info.rsdp_paddr` (PVH). Until then Linux finds no ACPI
-    // tables, and no MADT: it sees one CPU.
-    let acpi_rsdp: Option<u64> = None;
-    Ok(plan.write(mem, acpi_rsdp)?)
+pub(crate) fn write_boot(
+    plan: &LinuxPlan,
+    mem: &GuestMemoryMmap,
+    vcpus: u32,
+) -> Result<LinuxEntry, VmError> {
+    // The RSDP goes to the kernel as `boot_params.acpi_rsdp_addr`
+    // (bzImage) or `hvm_start_info.rsdp_paddr` (PVH); its MADT is how an
+    // SMP guest finds its CPUs (the Debian cloud kernel has no MP-table
+    // parser).
+    let rsdp = acpi::write_tables(mem, &AcpiConfig::new(vcpus))?;
+    Ok(plan.write(mem, Some(rsdp.0))?)
 }
 
 /// Sets up every vCPU's CPU state: vCPU 0 (the bootstrap processor)
