@@ -30,11 +30,8 @@ const LOADED_HIGH: u8 = 1;
 const XLF_KERNEL_64: u16 = 1;
 /// Offset of the 64-bit entry point from the protected-mode code.
 const ENTRY_64_OFFSET: u64 = 0x200;
-/// `PT_LOAD` and `PT_NOTE`.
+/// `PT_LOAD`.
 const PT_LOAD: u32 = 1;
-const PT_NOTE: u32 = 4;
-/// The PVH entry note: owner "Xen", type 18.
-const XEN_ELFNOTE_PHYS32_ENTRY: u32 = 18;
 const EM_X86_64: u16 = 62;
 const MAX_PHDRS: usize = 128;
 
@@ -282,7 +279,6 @@ impl<'a> ElfKernel<'a> {
             )));
         }
         let phoff = usize::try_from(phoff).map_err(|_| truncated())?;
-        let mut pvh_entry = None;
         let (mut start, mut end) = (u64::MAX, 0u64);
         for i in 0..phnum {
             let ph = phoff
@@ -300,7 +296,6 @@ impl<'a> ElfKernel<'a> {
                     "segment {i} lies past the end of the file"
                 )));
             }
-            let file = &bytes[offset as usize..(offset + filesz) as usize];
             match p_type {
                 PT_LOAD if memsz > 0 => {
                     let seg_end = paddr
@@ -314,16 +309,18 @@ impl<'a> ElfKernel<'a> {
                     start = start.min(paddr);
                     end = end.max(seg_end);
                 }
-                PT_NOTE => pvh_entry = pvh_entry.or(find_pvh_note(file)),
                 _ => {}
             }
         }
         if end == 0 {
             return Err(bad_elf("no loadable segment"));
         }
-        let pvh_entry = pvh_entry.ok_or_else(|| {
-            bad_elf("no PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY); build with CONFIG_PVH=y")
-        })?;
+        // The note's walk is shared with the vmlinux extractor.
+        let pvh_entry = kernel_image::pvh_entry(bytes)
+            .map(u64::from)
+            .ok_or_else(|| {
+                bad_elf("no PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY); build with CONFIG_PVH=y")
+            })?;
         if start < HIMEM_START {
             return Err(bad_elf(format!(
                 "segment at {start:#x} is below 1 MiB (the boot structures and BIOS area)"
@@ -343,30 +340,13 @@ impl<'a> ElfKernel<'a> {
     }
 }
 
-/// The PVH entry in a note segment, if it has one.
-fn find_pvh_note(notes: &[u8]) -> Option<u64> {
-    let mut off = 0usize;
-    while off + 12 <= notes.len() {
-        let namesz = u32_at(notes, off)? as usize;
-        let descsz = u32_at(notes, off + 4)? as usize;
-        let kind = u32_at(notes, off + 8)?;
-        let name_at = off + 12;
-        let desc_at = name_at.checked_add(namesz.next_multiple_of(4))?;
-        let next = desc_at.checked_add(descsz.next_multiple_of(4))?;
-        let name = notes.get(name_at..name_at + namesz)?;
-        if kind == XEN_ELFNOTE_PHYS32_ENTRY && name == b"Xen\0" && descsz >= 4 {
-            // The entry is a 32-bit physical address (some kernels pad the
-            // note to 8 bytes).
-            return u32_at(notes, desc_at).map(u64::from);
-        }
-        off = next;
-    }
-    None
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    const PT_NOTE: u32 = 4;
+    /// The PVH entry note: owner "Xen", type 18.
+    const XEN_ELFNOTE_PHYS32_ENTRY: u32 = 18;
 
     /// A minimal bzImage: boot sector, setup header, `setup_sects` of
     /// setup code, then `payload` as the protected-mode code.
