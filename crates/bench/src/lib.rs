@@ -13,6 +13,8 @@
 //! * [`track`] — the access-tracking overhead suite (issue 4);
 //! * [`policy`] — the tiering engine against the oracle (DRAM-hit ratio,
 //!   convergence after a phase shift, bytes migrated);
+//! * [`model`] — modeled DRAM+CXL and DRAM+Optane stall time and
+//!   throughput from a run's access shares (this machine has one memory);
 //! * [`report`] — the whole run (invocation, machine, suite results) as
 //!   text, JSON and markdown; [`output`] writes the files;
 //! * shared tools: [`stats`] and [`bandwidth`] (medians, ratios),
@@ -32,6 +34,7 @@ pub mod invocation;
 pub mod machine;
 pub mod memory;
 pub mod migrate;
+pub mod model;
 pub mod output;
 pub mod plot;
 pub mod policy;
