@@ -15,6 +15,8 @@
 //!   convergence after a phase shift, bytes migrated);
 //! * [`model`] — modeled DRAM+CXL and DRAM+Optane stall time and
 //!   throughput from a run's access shares (this machine has one memory);
+//! * [`workloads`] — every payload under the bounds, first-touch and the
+//!   engine at several DRAM shares, with modeled CXL/Optane cost;
 //! * [`report`] — the whole run (invocation, machine, suite results) as
 //!   text, JSON and markdown; [`output`] writes the files;
 //! * shared tools: [`stats`] and [`bandwidth`] (medians, ratios),
@@ -46,6 +48,7 @@ pub mod stats;
 pub mod suite;
 pub mod table;
 pub mod track;
+pub mod workloads;
 
 #[cfg(test)]
 mod testing;

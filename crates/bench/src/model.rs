@@ -7,12 +7,15 @@
 //! DRAM + CXL and DRAM + Optane PMEM. Nothing here is measured; every
 //! number it returns is labelled "modeled" where it is shown.
 //!
-//! The model: every guest operation is one memory access that misses the
-//! caches (the payloads touch buffers far larger than the LLC, mostly at
-//! random), served by the tier holding its frame. A tier's stall for its
-//! share `s` of `ops` operations moving `bytes` is the larger of the
-//! latency bound `s·ops·latency` (dependent accesses, one at a time) and
-//! the bandwidth bound `s·bytes / bandwidth` (streaming). The extra stall
+//! The model: a tier serves its share `s` of the guest's accesses. For a
+//! [`Pattern::Random`] workload (hotset, zipf, pmbench) every operation is
+//! one access that misses the caches (their buffers are far larger than
+//! the LLC and touched at random) and waits the tier's idle latency:
+//! stall `s·ops·latency`. For a [`Pattern::Sequential`] one (stream) the
+//! prefetchers hide latency and the tier's bandwidth bounds it: stall
+//! `s·bytes / bandwidth`. Both are upper bounds on the stall (no overlap
+//! between accesses, no cache hits); the shares are what the tiering
+//! changes, and the bounds treat every configuration alike. The extra stall
 //! of a placement is its stall minus the stall had every access hit DRAM;
 //! the modeled relative throughput adds that extra to the measured time
 //! (which was taken at DRAM speed): `measured / (measured + extra)`.
@@ -62,6 +65,16 @@ pub const CXL: TierModel = TierModel {
     latency_ns: 161.0,
     bandwidth_gbps: 7.5,
 };
+
+/// How a workload reaches memory, which decides what bounds its stall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pattern {
+    /// Dependent random accesses: latency-bound.
+    Random,
+    /// Streaming: bandwidth-bound.
+    Sequential,
+}
 
 /// A two-tier machine: tier 0 is fast, tier 1 slow.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -115,24 +128,26 @@ pub struct Modeled {
     pub relative_throughput: Option<f64>,
 }
 
-fn tier_stall_ns(tier: &TierModel, share: f64, demand: &Demand) -> f64 {
-    let latency = share * demand.ops as f64 * tier.latency_ns;
-    let streaming = share * demand.bytes as f64 / tier.bandwidth_gbps;
-    latency.max(streaming)
+fn tier_stall_ns(tier: &TierModel, share: f64, demand: &Demand, pattern: Pattern) -> f64 {
+    match pattern {
+        Pattern::Random => share * demand.ops as f64 * tier.latency_ns,
+        Pattern::Sequential => share * demand.bytes as f64 / tier.bandwidth_gbps,
+    }
 }
 
 impl MemoryModel {
-    /// The modeled cost of `demand` when a share `fast_share` (clamped to
-    /// [0, 1]) of its accesses hits the fast tier and the rest the slow.
-    pub fn model(&self, fast_share: f64, demand: &Demand) -> Modeled {
+    /// The modeled cost of `demand`, reaching memory by `pattern`, when a
+    /// share `fast_share` (clamped to [0, 1]; NaN counts as 0) of its
+    /// accesses hits the fast tier and the rest the slow.
+    pub fn model(&self, fast_share: f64, demand: &Demand, pattern: Pattern) -> Modeled {
         let fast_share = if fast_share.is_nan() {
             0.0
         } else {
             fast_share.clamp(0.0, 1.0)
         };
-        let stall = tier_stall_ns(&self.fast, fast_share, demand)
-            + tier_stall_ns(&self.slow, 1.0 - fast_share, demand);
-        let all_fast = tier_stall_ns(&self.fast, 1.0, demand);
+        let stall = tier_stall_ns(&self.fast, fast_share, demand, pattern)
+            + tier_stall_ns(&self.slow, 1.0 - fast_share, demand, pattern);
+        let all_fast = tier_stall_ns(&self.fast, 1.0, demand, pattern);
         let extra = (stall - all_fast).max(0.0);
         let measured = demand.nanos as f64;
         Modeled {
@@ -156,8 +171,8 @@ mod tests {
     #[test]
     fn all_fast_costs_dram_latency_and_keeps_full_throughput() {
         for model in MODELS {
-            let m = model.model(1.0, &DEMAND);
-            // 10^6 accesses at 81 ns; 8 MB at 15 GB/s is only 0.53 ms.
+            let m = model.model(1.0, &DEMAND, Pattern::Random);
+            // 10^6 accesses at 81 ns.
             assert!((m.stall_secs - 0.081).abs() < 1e-12, "{model:?}");
             assert_eq!(m.stall_secs, m.all_fast_stall_secs);
             assert_eq!(m.relative_throughput, Some(1.0));
@@ -166,12 +181,12 @@ mod tests {
 
     #[test]
     fn all_slow_adds_the_latency_gap_to_the_measured_time() {
-        let m = DRAM_OPTANE.model(0.0, &DEMAND);
+        let m = DRAM_OPTANE.model(0.0, &DEMAND, Pattern::Random);
         assert!((m.stall_secs - 0.305).abs() < 1e-12);
         // 100 ms measured + 224 ms extra.
         let rel = m.relative_throughput.unwrap();
         assert!((rel - 100.0 / 324.0).abs() < 1e-12, "{rel}");
-        let cxl = DRAM_CXL.model(0.0, &DEMAND);
+        let cxl = DRAM_CXL.model(0.0, &DEMAND, Pattern::Random);
         assert!((cxl.stall_secs - 0.161).abs() < 1e-12);
         assert!(
             cxl.relative_throughput.unwrap() > rel,
@@ -184,38 +199,44 @@ mod tests {
         for model in MODELS {
             let mut last = f64::INFINITY;
             for step in 0..=8 {
-                let m = model.model(f64::from(step) / 8.0, &DEMAND);
+                let m = model.model(f64::from(step) / 8.0, &DEMAND, Pattern::Random);
                 assert!(m.stall_secs < last, "{model:?} at {step}");
                 last = m.stall_secs;
             }
         }
         // Half and half: the mean of the two latencies.
-        let m = DRAM_CXL.model(0.5, &DEMAND);
+        let m = DRAM_CXL.model(0.5, &DEMAND, Pattern::Random);
         assert!((m.stall_secs - 0.121).abs() < 1e-12);
     }
 
     #[test]
     fn streaming_demand_is_bandwidth_bound() {
-        // 1 GB in 1000 ops (large sequential moves): bandwidth dominates.
+        // 1 GB in 125 M words: bandwidth, not 125 M latencies.
         let demand = Demand {
-            ops: 1000,
+            ops: 125_000_000,
             bytes: 1_000_000_000,
             nanos: 50_000_000,
         };
-        let fast = DRAM_OPTANE.model(1.0, &demand);
+        let fast = DRAM_OPTANE.model(1.0, &demand, Pattern::Sequential);
         assert!((fast.stall_secs - 1.0 / 15.0).abs() < 1e-12);
-        let slow = DRAM_OPTANE.model(0.0, &demand);
+        let slow = DRAM_OPTANE.model(0.0, &demand, Pattern::Sequential);
         assert!((slow.stall_secs - 1.0 / 6.6).abs() < 1e-12);
+        let extra = 1.0 / 6.6 - 1.0 / 15.0;
+        let rel = slow.relative_throughput.unwrap();
+        assert!((rel - 0.05 / (0.05 + extra)).abs() < 1e-9, "{rel}");
     }
 
     #[test]
     fn shares_outside_the_unit_interval_are_clamped_and_no_time_is_no_ratio() {
-        assert_eq!(DRAM_CXL.model(1.5, &DEMAND), DRAM_CXL.model(1.0, &DEMAND));
         assert_eq!(
-            DRAM_CXL.model(f64::NAN, &DEMAND),
-            DRAM_CXL.model(0.0, &DEMAND)
+            DRAM_CXL.model(1.5, &DEMAND, Pattern::Random),
+            DRAM_CXL.model(1.0, &DEMAND, Pattern::Random)
         );
-        let m = DRAM_CXL.model(0.5, &Demand::default());
+        assert_eq!(
+            DRAM_CXL.model(f64::NAN, &DEMAND, Pattern::Random),
+            DRAM_CXL.model(0.0, &DEMAND, Pattern::Random)
+        );
+        let m = DRAM_CXL.model(0.5, &Demand::default(), Pattern::Sequential);
         assert_eq!(m.stall_secs, 0.0);
         assert_eq!(m.relative_throughput, None);
     }

@@ -21,6 +21,7 @@ use crate::plot::PlotError;
 use crate::policy::{self, PolicyResult, PolicySettings, PolicySuiteError};
 use crate::table::{RowWidthError, Table};
 use crate::track::{self, TrackResult, TrackSettings, TrackSuiteError};
+use crate::workloads::{self, WorkloadsResult, WorkloadsSettings, WorkloadsSuiteError};
 
 /// One benchmark suite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +36,8 @@ pub enum Suite {
     Track,
     /// The tiering engine against the oracle.
     Policy,
+    /// Every payload under every placement configuration, modeled cost.
+    Workloads,
 }
 
 impl Suite {
@@ -50,6 +53,7 @@ impl Suite {
             Suite::MigrateSoak => "migrate-soak",
             Suite::Track => "track",
             Suite::Policy => "policy",
+            Suite::Workloads => "workloads",
         }
     }
 
@@ -67,6 +71,10 @@ impl Suite {
             Suite::Policy => {
                 "tiering policy: the engine's DRAM-hit ratio against the oracle, convergence after \
                  a phase shift, bytes migrated"
+            }
+            Suite::Workloads => {
+                "workloads: bounds, first-touch and the engine at several DRAM shares, with \
+                 modeled DRAM+CXL and DRAM+Optane cost"
             }
         }
     }
@@ -88,6 +96,10 @@ pub enum Selection {
     /// DRAM-hit ratio against the oracle, convergence after a phase
     /// shift, bytes migrated against the minimum.
     Policy,
+    /// Workloads: hotset, zipf, pmbench and stream under all-fast,
+    /// all-slow, first-touch and the engine (each tracker) at several DRAM
+    /// shares; DRAM-hit against the oracle and modeled CXL/Optane cost.
+    Workloads,
     /// Every suite (without the soak).
     All,
 }
@@ -100,6 +112,7 @@ impl Selection {
             Selection::Migrate => vec![Suite::Migrate],
             Selection::Track => vec![Suite::Track],
             Selection::Policy => vec![Suite::Policy],
+            Selection::Workloads => vec![Suite::Workloads],
             Selection::All => Suite::ALL.to_vec(),
         }
     }
@@ -134,6 +147,9 @@ pub enum SuiteError {
     /// The policy suite failed.
     #[error("policy suite")]
     Policy(#[from] PolicySuiteError),
+    /// The workloads suite failed.
+    #[error("workloads suite")]
+    Workloads(#[from] WorkloadsSuiteError),
 }
 
 /// Runs `suite`.
@@ -167,6 +183,11 @@ pub fn run(suite: Suite, options: &RunOptions) -> Result<SuiteResult, SuiteError
                 .map_err(PolicySuiteError::from)?;
             Ok(SuiteResult::Policy(policy::run(settings)?))
         }
+        Suite::Workloads => {
+            let settings = WorkloadsSettings::new(options.quick, options.bytes)
+                .map_err(WorkloadsSuiteError::from)?;
+            Ok(SuiteResult::Workloads(workloads::run(settings)?))
+        }
     }
 }
 
@@ -186,6 +207,8 @@ pub enum SuiteResult {
     Track(TrackResult),
     /// The policy suite's result.
     Policy(PolicyResult),
+    /// The workloads suite's result.
+    Workloads(WorkloadsResult),
 }
 
 impl SuiteResult {
@@ -197,6 +220,7 @@ impl SuiteResult {
             SuiteResult::MigrateSoak(_) => Suite::MigrateSoak,
             SuiteResult::Track(_) => Suite::Track,
             SuiteResult::Policy(_) => Suite::Policy,
+            SuiteResult::Workloads(_) => Suite::Workloads,
         }
     }
 
@@ -208,6 +232,7 @@ impl SuiteResult {
             SuiteResult::MigrateSoak(result) => result.summary(),
             SuiteResult::Track(result) => result.summary(),
             SuiteResult::Policy(result) => result.summary(),
+            SuiteResult::Workloads(result) => result.summary(),
         }
     }
 
@@ -219,6 +244,7 @@ impl SuiteResult {
             SuiteResult::MigrateSoak(result) => result.tables(),
             SuiteResult::Track(result) => result.tables(),
             SuiteResult::Policy(result) => result.tables(),
+            SuiteResult::Workloads(result) => result.tables(),
         }
     }
 
@@ -231,6 +257,7 @@ impl SuiteResult {
             SuiteResult::MigrateSoak(_) => Ok(Vec::new()),
             SuiteResult::Track(result) => track::write_svgs(result, dir),
             SuiteResult::Policy(result) => policy::write_svgs(result, dir),
+            SuiteResult::Workloads(result) => workloads::write_svgs(result, dir),
         }
     }
 }
@@ -248,6 +275,7 @@ mod tests {
         assert_eq!(Selection::Migrate.suites(), vec![Suite::Migrate]);
         assert_eq!(Selection::Track.suites(), vec![Suite::Track]);
         assert_eq!(Selection::Policy.suites(), vec![Suite::Policy]);
+        assert_eq!(Selection::Workloads.suites(), vec![Suite::Workloads]);
         assert!(!Suite::ALL.contains(&Suite::MigrateSoak));
     }
 
@@ -284,6 +312,11 @@ mod tests {
         assert!(matches!(
             err,
             SuiteError::Policy(PolicySuiteError::Settings(_))
+        ));
+        let err = run(Suite::Workloads, &options).unwrap_err();
+        assert!(matches!(
+            err,
+            SuiteError::Workloads(WorkloadsSuiteError::Settings(_))
         ));
     }
 

@@ -255,7 +255,9 @@ fn rates(recent: &[IntervalRecord], origin: f64) -> Vec<RatePoint> {
     points
 }
 
-fn engine_summary(stats: &EngineStats) -> EngineSummary {
+/// The engine's counters in a run's result: totals, and mean µs per
+/// interval of each stage.
+pub fn engine_summary(stats: &EngineStats) -> EngineSummary {
     let per_interval = |micros: u64| {
         if stats.intervals == 0 {
             0.0

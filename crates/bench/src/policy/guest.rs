@@ -70,13 +70,39 @@ pub struct Trace {
     pub stats: EngineStats,
 }
 
-/// The VM configuration of a run of `args` under `case`: the fast tier is
-/// exactly the quota (the VM's DRAM budget) and starts empty (slow-first:
-/// the slow tier holds all of RAM), so no frame is in the right place by
-/// accident of its address and the engine alone fills DRAM.
-pub fn vm_config(settings: &PolicySettings, case: &Case, args: &str) -> VmConfig {
-    let seconds = f64::from(settings.phases) * settings.phase_seconds + SLACK_SECS;
-    let quota = settings.quota_bytes(case);
+/// How one guest run is set up: guest shape, how long, where frames
+/// start (the fast tier's size and the initial placement) and whether the
+/// tiering engine runs. The policy suite's runs are one kind
+/// ([`PolicySettings::run_spec`]); the workloads suite describes its
+/// bounds and static placements with it too.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSpec {
+    /// Guest RAM, bytes.
+    pub guest_bytes: u64,
+    /// Bytes per frame.
+    pub frame_size: u64,
+    /// vCPUs.
+    pub vcpus: u32,
+    /// Phases the payload runs (for the timeout).
+    pub phases: u32,
+    /// Seconds per phase (for the timeout).
+    pub phase_seconds: f64,
+    /// Milliseconds between placement samples.
+    pub sample_ms: u64,
+    /// Size of the fast tier (tier 0), bytes; the slow tier holds all of
+    /// guest RAM.
+    pub fast_bytes: u64,
+    /// Where frames start.
+    pub placement: Placement,
+    /// The engine's policy, when it runs.
+    pub tiering: Option<TieringPolicy>,
+}
+
+/// The VM configuration of a run of `args` as `spec` describes: two memfd
+/// tiers (fast = `spec.fast_bytes`, slow = all of RAM), the remap-precopy
+/// migrator, the engine when `spec.tiering` names a policy.
+pub fn spec_config(spec: &RunSpec, args: &str) -> VmConfig {
+    let seconds = f64::from(spec.phases) * spec.phase_seconds + SLACK_SECS;
     let tier = |name: &str, size: u64| TierSpec {
         name: name.to_owned(),
         backend: BackendSpec::Memfd {
@@ -86,15 +112,16 @@ pub fn vm_config(settings: &PolicySettings, case: &Case, args: &str) -> VmConfig
         },
         size: Some(size),
     };
-    let mut policy = TieringPolicy::with_quota(quota);
-    policy.tracker = case.tracker.clone();
     VmConfig {
-        vcpus: settings.vcpus,
+        vcpus: spec.vcpus,
         memory: MemoryConfig {
-            size: settings.guest_bytes,
-            frame_size: settings.frame_size,
-            tiers: vec![tier("fast", quota), tier("slow", settings.guest_bytes)],
-            placement: Placement::SlowFirst,
+            size: spec.guest_bytes,
+            frame_size: spec.frame_size,
+            tiers: vec![
+                tier("fast", spec.fast_bytes),
+                tier("slow", spec.guest_bytes),
+            ],
+            placement: spec.placement,
             ..MemoryConfig::default()
         },
         payload: PayloadSource::Embedded,
@@ -105,16 +132,33 @@ pub fn vm_config(settings: &PolicySettings, case: &Case, args: &str) -> VmConfig
             ..MigrationConfig::default()
         },
         dirty_log_tracking: false,
-        tiering: Some(policy),
+        tiering: spec.tiering.clone(),
     }
+}
+
+/// The VM configuration of a run of `args` under `case`: the fast tier is
+/// exactly the quota (the VM's DRAM budget) and starts empty (slow-first:
+/// the slow tier holds all of RAM), so no frame is in the right place by
+/// accident of its address and the engine alone fills DRAM.
+pub fn vm_config(settings: &PolicySettings, case: &Case, args: &str) -> VmConfig {
+    spec_config(&settings.run_spec(case), args)
 }
 
 /// Runs `args` in a fresh VM under `case`, sampling the placement every
 /// `settings.sample_ms`.
 pub fn run_once(settings: &PolicySettings, case: &Case, args: &str) -> Result<Trace, RunError> {
-    let config = vm_config(settings, case, args);
+    run_spec(&settings.run_spec(case), args)
+}
+
+/// Runs `args` in a fresh VM as `spec` describes, sampling the placement
+/// every `spec.sample_ms`. Without an engine the counters are all zero.
+pub fn run_spec(spec: &RunSpec, args: &str) -> Result<Trace, RunError> {
+    let config = spec_config(spec, args);
     let mut vm = Vm::with_trackers(&config, Arc::new(|_, _| {}), &[]).map_err(RunError::Create)?;
-    let engine = vm.engine().cloned().ok_or(RunError::NoEngine)?;
+    let engine = vm.engine().cloned();
+    if spec.tiering.is_some() && engine.is_none() {
+        return Err(RunError::NoEngine);
+    }
     let memory = vm.memory().clone();
     let ram = memory
         .regions()
@@ -125,7 +169,7 @@ pub fn run_once(settings: &PolicySettings, case: &Case, args: &str) -> Result<Tr
         })
         .collect();
     let mut samples = Vec::new();
-    let tick = Duration::from_millis(settings.sample_ms);
+    let tick = Duration::from_millis(spec.sample_ms);
     let end = vm
         .run(tick, &mut |state, _| {
             samples.push(sample(state, &memory));
@@ -157,7 +201,7 @@ pub fn run_once(settings: &PolicySettings, case: &Case, args: &str) -> Result<Tr
             .collect(),
         reports: state.reports(),
         ram,
-        stats: (*engine.stats()).clone(),
+        stats: engine.map_or_else(EngineStats::default, |e| (*e.stats()).clone()),
     })
 }
 

@@ -15,14 +15,17 @@ pub fn dram_hit(access: &[f64], tiers: &[u8]) -> f64 {
         .iter()
         .zip(tiers)
         .filter(|(_, t)| **t == 0)
-        .map(|(p, _)| p)
-        .sum()
+        // fold from +0.0: an empty f64 `sum` is -0.0, printed "-0.0%".
+        .fold(0.0, |sum, (p, _)| sum + p)
 }
 
 /// The best DRAM-hit ratio with room for `quota` frames: the sum of the
 /// `quota` largest probabilities.
 pub fn oracle_hit(access: &[f64], quota: usize) -> f64 {
-    sorted_descending(access).iter().take(quota).sum()
+    sorted_descending(access)
+        .iter()
+        .take(quota)
+        .fold(0.0, |sum, p| sum + p)
 }
 
 /// The fewest moves that give a placement the oracle's DRAM-hit ratio.
@@ -98,6 +101,8 @@ mod tests {
         assert!((oracle_hit(&access, 2) - 0.8).abs() < 1e-12);
         assert!((oracle_hit(&access, 9) - 1.0).abs() < 1e-12);
         assert_eq!(oracle_hit(&access, 0), 0.0);
+        assert!(oracle_hit(&access, 0).is_sign_positive());
+        assert!(dram_hit(&access, &[1, 1, 1, 1]).is_sign_positive());
         // The oracle is never beaten by a placement within the quota.
         for tiers in [[0, 0, 1, 1], [0, 1, 0, 1], [1, 1, 0, 0], [1, 0, 0, 1]] {
             assert!(dram_hit(&access, &tiers) <= oracle_hit(&access, 2) + 1e-12);

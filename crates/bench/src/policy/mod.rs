@@ -22,9 +22,9 @@ use thiserror::Error;
 
 use crate::progress;
 
-pub use analysis::{AnalysisError, analyze, phase_mops};
+pub use analysis::{AnalysisError, analyze, engine_summary, phase_mops};
 pub use charts::{hit_chart, hit_chart_name, migration_chart, write_svgs};
-pub use guest::{RunError, Sample, Trace, run_once, vm_config};
+pub use guest::{RunError, RunSpec, Sample, Trace, run_once, run_spec, spec_config, vm_config};
 pub use metrics::{MinMoves, dram_hit, min_moves, oracle_hit};
 pub use result::{
     EngineSummary, PhaseResult, PolicyResult, RatePoint, RunResult, Targets, TimePoint, Verdict,

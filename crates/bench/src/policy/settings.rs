@@ -6,6 +6,10 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use guest_memory::Placement;
+use tiering::TieringPolicy;
+
+use super::guest::RunSpec;
 use crate::guest_size::{GuestSizeError, check_guest_size};
 use crate::size::format_size;
 
@@ -205,6 +209,25 @@ impl PolicySettings {
             self.phases,
             self.phase_seconds
         )
+    }
+
+    /// How a run under `case` is set up: the fast tier is the quota and
+    /// starts empty (slow-first), the engine runs with `case`'s tracker.
+    pub fn run_spec(&self, case: &Case) -> RunSpec {
+        let quota = self.quota_bytes(case);
+        let mut policy = TieringPolicy::with_quota(quota);
+        policy.tracker = case.tracker.clone();
+        RunSpec {
+            guest_bytes: self.guest_bytes,
+            frame_size: self.frame_size,
+            vcpus: self.vcpus,
+            phases: self.phases,
+            phase_seconds: self.phase_seconds,
+            sample_ms: self.sample_ms,
+            fast_bytes: quota,
+            placement: Placement::SlowFirst,
+            tiering: Some(policy),
+        }
     }
 
     /// One line describing the method, for reports.

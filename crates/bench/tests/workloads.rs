@@ -1,0 +1,197 @@
+//! End-to-end: `tierbench workloads --quick` runs as a user runs it, on
+//! real KVM, every payload under every configuration, with a small guest
+//! so it takes under a minute. Timings are never asserted; the structure
+//! and the invariants are: every configuration of every workload, shares
+//! in [0, 1], the bounds at 1 and 0, the oracle never beaten, all-fast
+//! modeled no slower than all-slow, every output file. And the dependency
+//! graph keeps ground truth away from the engine.
+
+mod common;
+
+use std::collections::{BTreeSet, HashMap};
+use std::fs;
+use std::process::Command;
+
+use bench::report::BenchReport;
+use bench::suite::SuiteResult;
+use bench::workloads::{Config, hit_chart_name};
+
+use common::{quick_suite, tierbench};
+
+#[test]
+fn quick_workloads_suite_runs_every_config_and_keeps_the_bounds() {
+    let (files, stdout) = quick_suite("workloads", "workloads-quick", &[]);
+    for part in [
+        "modeled DRAM+CXL",
+        "modeled DRAM+Optane",
+        "tiering-fault-sample",
+    ] {
+        assert!(stdout.contains(part), "{part} missing: {stdout}");
+    }
+
+    let report = BenchReport::from_json(&fs::read_to_string(&files.json).unwrap()).unwrap();
+    assert!(report.invocation.quick);
+    let [SuiteResult::Workloads(result)] = report.results.as_slice() else {
+        panic!("expected one workloads result, got {:?}", report.results);
+    };
+    let settings = &result.settings;
+    assert_eq!(settings.shares, [0.25]);
+    for workload in ["hotset", "zipf", "pmbench", "stream"] {
+        let runs: Vec<_> = result
+            .runs
+            .iter()
+            .filter(|r| r.workload == workload)
+            .collect();
+        let configs: Vec<Config> = runs.iter().map(|r| r.config).collect();
+        assert_eq!(configs, Config::ALL, "{workload}: every config once");
+        let by = |c: Config| runs.iter().find(|r| r.config == c).unwrap();
+        let (fast, slow) = (by(Config::AllFast), by(Config::AllSlow));
+        assert!(fast.dram_hit.unwrap() > 0.999, "{workload}: {fast:?}");
+        assert!(slow.dram_hit.unwrap() < 0.001, "{workload}: {slow:?}");
+        for model in ["DRAM+CXL", "DRAM+Optane"] {
+            let f = fast.modeled_on(model).unwrap();
+            let s = slow.modeled_on(model).unwrap();
+            assert!(
+                f.stall_ns_per_op().unwrap() <= s.stall_ns_per_op().unwrap(),
+                "{workload} {model}: all-fast stalls no more per op than all-slow"
+            );
+            assert!(f.relative_throughput.unwrap() >= s.relative_throughput.unwrap());
+            assert!((f.relative_throughput.unwrap() - 1.0).abs() < 1e-9);
+        }
+        for r in &runs {
+            let what = r.label();
+            let hit = r.dram_hit.unwrap();
+            let oracle = r.oracle_hit.unwrap();
+            assert!((0.0..=1.0 + 1e-9).contains(&hit), "{what}: {hit}");
+            assert!((0.0..=1.0 + 1e-9).contains(&oracle), "{what}: {oracle}");
+            assert!(hit <= oracle + 1e-9, "{what}: the oracle is never beaten");
+            for p in &r.timeline {
+                assert!(p.dram_hit <= p.oracle_hit + 1e-9, "{what}: {p:?}");
+            }
+            let phases: Vec<u64> = r.phases.iter().map(|p| p.phase).collect();
+            assert_eq!(phases, [0, 1], "{what}: a phase shift");
+            for p in &r.phases {
+                assert!(p.mops.is_some_and(|m| m > 0.0), "{what}: {p:?}");
+                assert!(p.demand.ops > 0 && p.demand.nanos > 0, "{what}: {p:?}");
+            }
+            assert_eq!(r.modeled.len(), 2, "{what}");
+            for c in &r.modeled {
+                let rel = c.relative_throughput.unwrap();
+                assert!(rel > 0.0 && rel <= 1.0 + 1e-9, "{what}: {c:?}");
+                assert!(c.stall_secs >= c.extra_secs, "{what}: {c:?}");
+            }
+            match r.config.tracker() {
+                Some(_) => {
+                    let e = r.engine.as_ref().unwrap();
+                    assert!(e.intervals > 0, "{what}: the engine ran");
+                    assert_eq!(e.tracker_errors, 0, "{what}: {:?}", e.last_error);
+                    assert!(r.moved_bytes <= e.promoted_bytes + e.demoted_bytes);
+                }
+                None => {
+                    assert!(r.engine.is_none(), "{what}");
+                    assert_eq!(r.moved_bytes, 0, "{what}: nothing moves frames");
+                }
+            }
+        }
+    }
+
+    let svgs: BTreeSet<String> = fs::read_dir(&files.svg)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    let expected: BTreeSet<String> = settings
+        .workloads
+        .iter()
+        .map(|w| hit_chart_name(w, 0.25))
+        .collect();
+    assert_eq!(svgs, expected);
+    for name in &svgs {
+        let svg = fs::read_to_string(files.svg.join(name)).unwrap();
+        assert!(svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains("oracle (DRAM 25%)"), "{name}");
+    }
+    let markdown = fs::read_to_string(&files.md).unwrap();
+    assert!(markdown.contains("### workloads: "));
+    assert!(markdown.contains("| modeled DRAM+CXL stall ns/op |"));
+}
+
+#[test]
+fn guest_too_small_is_refused() {
+    let out = tierbench(&["workloads", "--quick", "--bytes", "32M"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("below the"), "{stderr}");
+}
+
+/// Every package `package` builds with (its own dependencies of every
+/// kind, then their normal and build dependencies), from `cargo metadata`.
+fn dependency_closure(package: &str) -> BTreeSet<String> {
+    let out = Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: HashMap<&str, &str> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .collect();
+    let nodes = meta["resolve"]["nodes"].as_array().unwrap();
+    let deps_of = |id: &str, with_dev: bool| -> Vec<String> {
+        let node = nodes.iter().find(|n| n["id"] == id).unwrap();
+        node["deps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| {
+                with_dev
+                    || d["dep_kinds"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|k| k["kind"] != "dev")
+            })
+            .map(|d| d["pkg"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let root = names
+        .iter()
+        .find(|(_, name)| **name == package)
+        .map(|(id, _)| (*id).to_owned())
+        .unwrap();
+    let mut seen = BTreeSet::new();
+    let mut todo = deps_of(&root, true);
+    while let Some(id) = todo.pop() {
+        if seen.insert(id.clone()) {
+            todo.extend(deps_of(&id, false));
+        }
+    }
+    seen.iter()
+        .map(|id| names[id.as_str()].to_owned())
+        .collect()
+}
+
+#[test]
+fn the_engine_never_depends_on_ground_truth() {
+    // The walk does find ground truth where it is used.
+    let harness = dependency_closure("bench");
+    assert!(harness.contains("oracle") && harness.contains("tiering"));
+    let closure = dependency_closure("tiering");
+    assert!(
+        closure.contains("guest-memory"),
+        "the closure is read: {closure:?}"
+    );
+    for forbidden in ["bench", "oracle"] {
+        assert!(
+            !closure.contains(forbidden),
+            "tiering depends on {forbidden}: {closure:?}"
+        );
+    }
+}
