@@ -128,10 +128,11 @@ mod tests {
                 Suite::Copy,
                 Suite::Migrate,
                 Suite::Track,
-                Suite::Policy
+                Suite::Policy,
+                Suite::Workloads
             ])
         );
-        for other in ["copy", "track", "policy", "all"] {
+        for other in ["copy", "track", "policy", "workloads", "all"] {
             assert!(
                 parse(&["tierbench", other, "--soak", "5"])
                     .suites()

@@ -43,7 +43,13 @@ pub enum Suite {
 impl Suite {
     /// Every suite, in the order `all` runs them (the soak is run only
     /// when asked for).
-    pub const ALL: [Suite; 4] = [Suite::Copy, Suite::Migrate, Suite::Track, Suite::Policy];
+    pub const ALL: [Suite; 5] = [
+        Suite::Copy,
+        Suite::Migrate,
+        Suite::Track,
+        Suite::Policy,
+        Suite::Workloads,
+    ];
 
     /// The suite's name on the command line and in results.
     pub fn name(self) -> &'static str {
