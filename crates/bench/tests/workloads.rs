@@ -3,7 +3,8 @@
 //! so it takes under a minute. Timings are never asserted; the structure
 //! and the invariants are: every configuration of every workload, shares
 //! in [0, 1], the bounds at 1 and 0, the oracle never beaten, all-fast
-//! modeled no slower than all-slow, every output file. And the dependency
+//! modeled no slower than all-slow, the two-VM mix, every output file.
+//! And the dependency
 //! graph keeps ground truth away from the engine.
 
 mod common;
@@ -40,7 +41,7 @@ fn quick_workloads_suite_runs_every_config_and_keeps_the_bounds() {
         let runs: Vec<_> = result
             .runs
             .iter()
-            .filter(|r| r.workload == workload)
+            .filter(|r| r.workload == workload && r.mix.is_none())
             .collect();
         let configs: Vec<Config> = runs.iter().map(|r| r.config).collect();
         assert_eq!(configs, Config::ALL, "{workload}: every config once");
@@ -94,6 +95,38 @@ fn quick_workloads_suite_runs_every_config_and_keeps_the_bounds() {
             }
         }
     }
+
+    // The two-VM mix: both VMs of every pair under every configuration
+    // but the bounds, each scored against its own oracle.
+    assert_eq!(settings.mixes, [["hotset", "zipf"]]);
+    let mixed: Vec<_> = result.runs.iter().filter(|r| r.mix.is_some()).collect();
+    let expected: Vec<(&str, &str, Config)> = [
+        Config::FirstTouch,
+        Config::TieringDirtyLog,
+        Config::TieringFaultSample,
+    ]
+    .into_iter()
+    .flat_map(|c| [("hotset", "zipf", c), ("zipf", "hotset", c)])
+    .collect();
+    let found: Vec<(&str, &str, Config)> = mixed
+        .iter()
+        .map(|r| (r.workload.as_str(), r.mix.as_deref().unwrap(), r.config))
+        .collect();
+    assert_eq!(found, expected);
+    for r in &mixed {
+        let what = r.label();
+        assert!(what.ends_with(&format!("beside {}", r.mix.as_ref().unwrap())));
+        assert!(
+            r.dram_hit.unwrap() <= r.oracle_hit.unwrap() + 1e-9,
+            "{what}"
+        );
+        assert!(
+            r.phases.iter().all(|p| p.mops.is_some_and(|m| m > 0.0)),
+            "{what}"
+        );
+        assert_eq!(r.engine.is_some(), r.config.tracker().is_some(), "{what}");
+    }
+    assert!(stdout.contains("beside zipf"));
 
     let svgs: BTreeSet<String> = fs::read_dir(&files.svg)
         .unwrap()

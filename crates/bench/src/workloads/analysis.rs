@@ -100,6 +100,7 @@ pub fn analyze(
         args: settings.workload_args(workload),
         config: case.config,
         share: case.share,
+        mix: None,
         fast_frames: room,
         dram_hit: mean(timeline.iter().map(|p| p.dram_hit)),
         oracle_hit: mean(timeline.iter().map(|p| p.oracle_hit)),

@@ -34,7 +34,9 @@ pub fn write_svgs(result: &WorkloadsResult, dir: &Path) -> Result<Vec<PathBuf>, 
             let runs: Vec<&RunResult> = result
                 .runs
                 .iter()
-                .filter(|r| &r.workload == workload && r.share.is_none_or(|s| s == share))
+                .filter(|r| {
+                    &r.workload == workload && r.mix.is_none() && r.share.is_none_or(|s| s == share)
+                })
                 .collect();
             if runs.is_empty() {
                 continue;

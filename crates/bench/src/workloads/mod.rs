@@ -10,12 +10,15 @@
 //! which the engine never sees. Since both tiers here run at DRAM speed,
 //! the cost of a placement on real tiered memory is *modeled*
 //! ([`crate::model`]) from its DRAM-hit ratio and the guest's measured
-//! operations. The two-VM mix is not part of it yet.
+//! operations. The two-VM mix runs pairs of workloads side by side, each
+//! in its own VM with its own DRAM share (and engine).
 
 mod analysis;
 mod charts;
 mod result;
 mod settings;
+
+use std::thread;
 
 use thiserror::Error;
 
@@ -60,7 +63,8 @@ pub enum WorkloadsSuiteError {
 /// Runs the suite with `settings`, showing progress on stderr.
 pub fn run(settings: WorkloadsSettings) -> Result<WorkloadsResult, WorkloadsSuiteError> {
     let cases = settings.cases();
-    let total = settings.workloads.len() * cases.len();
+    let total =
+        settings.workloads.len() * cases.len() + settings.mixes.len() * settings.mix_cases().len();
     let bar = progress::bar("workloads", total as u64);
     let mut runs = Vec::with_capacity(total);
     for workload in &settings.workloads {
@@ -85,6 +89,51 @@ pub fn run(settings: WorkloadsSettings) -> Result<WorkloadsResult, WorkloadsSuit
             bar.inc(1);
         }
     }
+    for pair in &settings.mixes {
+        for case in &settings.mix_cases() {
+            bar.set_message(format!("{} + {}, {}", pair[0], pair[1], case.label()));
+            runs.extend(run_mix(&settings, case, pair)?);
+            bar.inc(1);
+        }
+    }
     bar.finish_and_clear();
     Ok(WorkloadsResult { settings, runs })
+}
+
+/// Runs the two workloads of `pair` side by side, each in its own VM
+/// under `case`, and scores each.
+fn run_mix(
+    settings: &WorkloadsSettings,
+    case: &RunCase,
+    pair: &[String; 2],
+) -> Result<Vec<RunResult>, WorkloadsSuiteError> {
+    let spec = settings.run_spec(case);
+    let traces = thread::scope(|scope| {
+        let handles = pair.clone().map(|workload| {
+            let (spec, args) = (&spec, settings.workload_args(&workload));
+            scope.spawn(move || run_spec(spec, &args))
+        });
+        handles.map(|h| h.join())
+    });
+    let mut results = Vec::with_capacity(2);
+    for (i, (workload, joined)) in pair.iter().zip(traces).enumerate() {
+        let fail = |source: RunError| WorkloadsSuiteError::Run {
+            workload: workload.clone(),
+            case: format!("{} (mix)", case.label()),
+            source: Box::new(source),
+        };
+        let trace = joined
+            .map_err(|_| fail(RunError::Guest("its run thread panicked".to_owned())))?
+            .map_err(fail)?;
+        let mut result = analyze(settings, case, workload, &trace).map_err(|source| {
+            WorkloadsSuiteError::Analysis {
+                workload: workload.clone(),
+                case: format!("{} (mix)", case.label()),
+                source,
+            }
+        })?;
+        result.mix = Some(pair[1 - i].clone());
+        results.push(result);
+    }
+    Ok(results)
 }

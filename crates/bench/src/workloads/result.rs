@@ -32,6 +32,9 @@ pub struct RunResult {
     pub config: Config,
     /// DRAM share of guest RAM; `None` for the bounds.
     pub share: Option<f64>,
+    /// In a two-VM mix, the workload of the VM beside it.
+    #[serde(default)]
+    pub mix: Option<String>,
     /// Frames the fast tier may hold (the oracle's room).
     pub fast_frames: usize,
     /// Mean DRAM-hit ratio over the placement samples in phases.
@@ -63,9 +66,26 @@ impl RunResult {
         }
     }
 
-    /// `hotset, first-touch, DRAM 25%`.
+    /// `hotset, first-touch, DRAM 25%` (`, beside zipf` in a mix).
     pub fn label(&self) -> String {
-        format!("{}, {}", self.workload, self.case().label())
+        format!(
+            "{}, {}{}",
+            self.workload,
+            self.case().label(),
+            self.beside()
+        )
+    }
+
+    /// `, beside zipf` in a mix, else nothing.
+    fn beside(&self) -> String {
+        self.mix
+            .as_ref()
+            .map_or_else(String::new, |other| format!(", beside {other}"))
+    }
+
+    /// The configuration's name, with the neighbour in a mix.
+    fn config_label(&self) -> String {
+        format!("{}{}", self.config.name(), self.beside())
     }
 
     /// The modeled cost on the model named `model`.
@@ -147,6 +167,16 @@ impl WorkloadsResult {
     pub fn summary(&self) -> Vec<String> {
         vec![
             self.settings.describe(),
+            format!(
+                "two-VM mix: {} side by side, each VM its own guest, DRAM share and engine, \
+                 under every configuration but the bounds; rows say \"beside\" the other",
+                self.settings
+                    .mixes
+                    .iter()
+                    .map(|[a, b]| format!("{a} + {b}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             "DRAM-hit: share of the phase's accesses (the payload's ground truth, per frame) \
              served by frames on the fast tier, mean over the placement samples; oracle: the \
              best share with the same room (all of RAM for all-fast, none for all-slow)"
@@ -211,7 +241,7 @@ impl WorkloadsResult {
         for r in &self.runs {
             let mut row = vec![
                 r.workload.clone(),
-                r.config.name().to_owned(),
+                r.config_label(),
                 r.share.map_or_else(
                     || {
                         if r.config == Config::AllFast {
@@ -257,7 +287,7 @@ impl WorkloadsResult {
             for p in &r.phases {
                 table.push_row(vec![
                     r.workload.clone(),
-                    r.case().label(),
+                    format!("{}{}", r.case().label(), r.beside()),
                     p.phase.to_string(),
                     format_mops(p.mops),
                     format_percent(p.dram_hit),
@@ -287,7 +317,7 @@ impl WorkloadsResult {
             let Some(e) = &r.engine else { continue };
             table.push_row(vec![
                 r.workload.clone(),
-                r.case().label(),
+                format!("{}{}", r.case().label(), r.beside()),
                 e.intervals.to_string(),
                 format_size(e.promoted_bytes),
                 format_size(e.demoted_bytes),

@@ -40,6 +40,9 @@ pub const QUICK_PHASES: u32 = 2;
 pub const FULL_PHASE_SECS: f64 = 5.0;
 /// Seconds per phase in `--quick` mode.
 pub const QUICK_PHASE_SECS: f64 = 1.0;
+/// The two-VM mixes of the full run (quick: the first): a skewed
+/// random workload beside another, and a random one beside a stream.
+pub const MIXES: [[&str; 2]; 2] = [["hotset", "zipf"], ["pmbench", "stream"]];
 /// Milliseconds between two placement samples.
 pub const SAMPLE_MS: u64 = 100;
 
@@ -155,6 +158,10 @@ pub struct WorkloadsSettings {
     pub phase_seconds: f64,
     /// Milliseconds between placement samples.
     pub sample_ms: u64,
+    /// Pairs of workloads run side by side, each in its own VM, under
+    /// every configuration that is no bound.
+    #[serde(default)]
+    pub mixes: Vec<[String; 2]>,
 }
 
 impl WorkloadsSettings {
@@ -181,6 +188,11 @@ impl WorkloadsSettings {
                 FULL_PHASE_SECS
             },
             sample_ms: SAMPLE_MS,
+            mixes: if quick {
+                vec![MIXES[0].map(str::to_owned)]
+            } else {
+                MIXES.map(|m| m.map(str::to_owned)).to_vec()
+            },
         };
         for &share in &settings.shares {
             if settings.share_frames(share) == 0 {
@@ -208,6 +220,14 @@ impl WorkloadsSettings {
             }
         }
         cases
+    }
+
+    /// The configurations a mix runs under: every one but the bounds.
+    pub fn mix_cases(&self) -> Vec<RunCase> {
+        self.cases()
+            .into_iter()
+            .filter(|c| !c.config.is_bound())
+            .collect()
     }
 
     /// Whole frames in `share` of guest RAM.
@@ -324,6 +344,10 @@ mod tests {
         );
         let full = WorkloadsSettings::new(false, None).unwrap();
         assert_eq!(full.cases().len(), 2 + 3 * 3);
+        assert_eq!(quick.mixes.len(), 1);
+        assert_eq!(full.mixes.len(), 2);
+        assert_eq!(full.mix_cases().len(), 3 * 3);
+        assert!(full.mix_cases().iter().all(|c| !c.config.is_bound()));
         assert!(quick.guest_bytes < full.guest_bytes);
         assert!(quick.phase_seconds < full.phase_seconds);
     }
