@@ -1,5 +1,13 @@
-//! Summary statistics of repeated measurements: median, percentiles and
+//! Summary statistics of repeated measurements: mean, median, percentiles and
 //! ratios.
+
+/// The arithmetic mean, or `None` without values.
+pub fn mean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = values
+        .into_iter()
+        .fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+    (n > 0).then(|| sum / n as f64)
+}
 
 /// The median of `samples`: the middle value, or the mean of the two
 /// middle values for an even count. `None` when there are no samples or

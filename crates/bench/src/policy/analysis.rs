@@ -18,7 +18,7 @@ use super::guest::{Sample, Trace};
 use super::metrics::{dram_hit, min_moves, oracle_hit};
 use super::result::{EngineSummary, PhaseResult, RatePoint, RunResult, TimePoint};
 use super::settings::{Case, PolicySettings, TARGET_AFTER_SHIFT};
-use crate::stats::ratio;
+use crate::stats::{mean, ratio};
 
 /// Why a trace could not be analysed.
 #[derive(Debug, Error)]
@@ -121,7 +121,7 @@ pub fn analyze(
         quota_share: case.quota_share,
         quota_bytes: settings.quota_bytes(case),
         quota_frames: quota,
-        steady_ratio: mean(&steady),
+        steady_ratio: mean(steady.iter().copied()),
         shift_ratio: shifts
             .iter()
             .map(|p| p.window_ratio)
@@ -139,7 +139,7 @@ pub fn analyze(
         moved_bytes,
         min_bytes,
         bytes_ratio: ratio(moved_bytes as f64, min_bytes as f64),
-        mops: mean(&mops),
+        mops: mean(mops.iter().copied()),
         phases,
         engine: engine_summary(&trace.stats),
         rates: rates(&trace.stats.recent, origin),
@@ -198,7 +198,7 @@ fn phase_result(
         samples: points.len(),
         mops: phase_mops(reports, span.phase, settings.vcpus),
         oracle_hit: o.best,
-        steady_ratio: mean(&steady),
+        steady_ratio: mean(steady.iter().copied()),
         window_ratio,
         convergence_secs,
         promotions_needed: needed.map_or(0, |m| m.promotions),
@@ -281,10 +281,6 @@ pub fn engine_summary(stats: &EngineStats) -> EngineSummary {
         plan_us: per_interval(s.plan),
         migrate_us: per_interval(s.migrate),
     }
-}
-
-fn mean(values: &[f64]) -> Option<f64> {
-    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use super::result::{HitPoint, ModeledCost, PhaseResult, RunResult};
 use super::settings::{RunCase, WorkloadsSettings};
 use crate::model::{Demand, MODELS, Pattern};
 use crate::policy::{Trace, dram_hit, engine_summary, oracle_hit, phase_mops};
+use crate::stats::mean;
 
 /// Why a trace could not be analysed.
 #[derive(Debug, Error)]
@@ -167,11 +168,6 @@ fn total_modeled(phases: &[PhaseResult]) -> Vec<ModeledCost> {
             }
         })
         .collect()
-}
-
-fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
-    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
-    (n > 0).then(|| sum / n as f64)
 }
 
 #[cfg(test)]
