@@ -20,7 +20,8 @@
 //! * [`report`] — the whole run (invocation, machine, suite results) as
 //!   text, JSON and markdown; [`output`] writes the files;
 //! * shared tools: [`stats`] and [`bandwidth`] (medians, ratios),
-//!   [`table`], [`plot`] (SVG line charts), [`progress`] (indicatif bars),
+//!   [`table`], [`plot`] (SVG line charts), [`grid_chart`] (SVG time ×
+//!   frame grids), [`progress`] (indicatif bars),
 //!   [`memory`] (memfd mappings like guest tiers), [`rng`] (seeded
 //!   shuffles), [`machine`], [`date`], [`invocation`], [`size`].
 //!
@@ -31,6 +32,7 @@ pub mod bandwidth;
 pub mod cli;
 pub mod copy;
 pub mod date;
+pub mod grid_chart;
 pub mod guest_size;
 pub mod invocation;
 pub mod machine;

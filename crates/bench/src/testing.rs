@@ -2,6 +2,11 @@
 //! numbers with known renderings; measurement itself is tested on real
 //! memory elsewhere).
 
+use guest_abi::{AccessRange, GpaRange};
+use tiering::EngineStats;
+use tiering::stats::{IntervalRecord, MoveCount};
+use vmm::guest_state::PhaseReport;
+
 use crate::bandwidth::{Bandwidth, GB, GIB};
 use crate::copy::CopyReference;
 use crate::copy::{
@@ -14,7 +19,8 @@ use crate::migrate::{
     ScenarioResult, SoakLeg, SoakResult, SoakSettings, StallSummary, Verification, scenarios,
 };
 use crate::policy::{
-    EngineSummary, PhaseResult, PolicyResult, PolicySettings, RatePoint, RunResult, TimePoint,
+    EngineSummary, PhaseResult, PolicyResult, PolicySettings, RatePoint, RunResult, Sample,
+    TimePoint, Trace,
 };
 use crate::report::BenchReport;
 use crate::stats::ratio;
@@ -22,6 +28,7 @@ use crate::suite::SuiteResult;
 use crate::track::{
     Collects, HeatSizeResult, RunMeasurement, TrackResult, TrackSettings, WorkloadResult,
 };
+use crate::workloads::{self, Config, WorkloadsResult, WorkloadsSettings};
 
 /// A bandwidth with the given median and a 10% spread.
 pub fn bandwidth(median_gbps: f64) -> Bandwidth {
@@ -387,4 +394,108 @@ pub fn sample_policy_result() -> PolicyResult {
     })
     .to_vec();
     PolicyResult::new(settings, runs)
+}
+
+/// A made-up trace of a 64 MiB guest (32 frames): phase 0 (at 10 s)
+/// makes frame 1 hot, phase 1 (at 11 s) frame 20. Frames 0..8 start
+/// fast; with `engine`, frame 20 is swapped with frame 7 at 11.5 s and
+/// the engine's records say so.
+pub fn sample_workloads_trace(engine: bool) -> Trace {
+    const MIB: u64 = 1 << 20;
+    let hot = |frame: u64| {
+        vec![AccessRange {
+            gpa: frame * 2 * MIB,
+            len: 2 * MIB,
+            weight: 1.0,
+            write_fraction: 0.0,
+        }]
+    };
+    let samples = (0..20)
+        .map(|i| {
+            let at_secs = 10.0 + f64::from(i) * 0.1;
+            let mut tiers: Vec<u8> = (0..32).map(|f| u8::from(f >= 8)).collect();
+            if engine && at_secs >= 11.5 {
+                tiers.swap(7, 20);
+            }
+            Sample {
+                at_secs,
+                phase: Some(u64::from(i >= 10)),
+                tiers,
+            }
+        })
+        .collect();
+    let report = |vcpu, phase| PhaseReport {
+        vcpu,
+        phase,
+        ops: 1_000_000,
+        bytes: 8_000_000,
+        nanos: 100_000_000,
+    };
+    let record = |at_ms, promoted, demoted| IntervalRecord {
+        at_ms,
+        promoted,
+        demoted,
+        bytes: (promoted + demoted) as u64 * 2 * MIB,
+        ..IntervalRecord::default()
+    };
+    let stats = if engine {
+        EngineStats {
+            intervals: 3,
+            promotions: MoveCount {
+                frames: 2,
+                bytes: 4 * MIB,
+            },
+            demotions: MoveCount {
+                frames: 1,
+                bytes: 2 * MIB,
+            },
+            // The first interval (boot) is before phase 0.
+            recent: vec![
+                record(9_800, 1, 0),
+                record(11_200, 0, 0),
+                record(11_400, 1, 1),
+            ],
+            ..EngineStats::default()
+        }
+    } else {
+        EngineStats::default()
+    };
+    Trace {
+        samples,
+        phase_starts: [(0, 10.0), (1, 11.0)].into(),
+        truths: [(0, hot(1)), (1, hot(20))].into(),
+        reports: vec![report(0, 0), report(1, 0), report(0, 1), report(1, 1)],
+        ram: vec![GpaRange {
+            start: 0,
+            len: 64 * MIB,
+        }],
+        stats,
+    }
+}
+
+/// A made-up workloads result: hotset in the quick settings (on the
+/// 64 MiB guest of [`sample_workloads_trace`]) under every configuration,
+/// each scored by the suite's analysis.
+pub fn sample_workloads_result() -> WorkloadsResult {
+    let settings = WorkloadsSettings {
+        workloads: vec!["hotset".to_owned()],
+        mixes: Vec::new(),
+        ..WorkloadsSettings::new(true, Some(64 << 20)).unwrap()
+    };
+    let runs = settings
+        .cases()
+        .iter()
+        .map(|case| {
+            let mut trace = sample_workloads_trace(case.config.tracker().is_some());
+            for s in &mut trace.samples {
+                match case.config {
+                    Config::AllFast => s.tiers.fill(0),
+                    Config::AllSlow => s.tiers.fill(1),
+                    _ => {}
+                }
+            }
+            workloads::analyze(&settings, case, "hotset", &trace).unwrap()
+        })
+        .collect();
+    WorkloadsResult { settings, runs }
 }

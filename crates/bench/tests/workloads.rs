@@ -15,7 +15,9 @@ use std::process::Command;
 
 use bench::report::BenchReport;
 use bench::suite::SuiteResult;
-use bench::workloads::{Config, hit_chart_name};
+use bench::workloads::{
+    Config, MAX_COLUMNS, MAX_ROWS, hit_chart_name, migration_chart_name, tier_map_name,
+};
 
 use common::{quick_suite, tierbench};
 
@@ -87,11 +89,33 @@ fn quick_workloads_suite_runs_every_config_and_keeps_the_bounds() {
                     assert!(e.intervals > 0, "{what}: the engine ran");
                     assert_eq!(e.tracker_errors, 0, "{what}: {:?}", e.last_error);
                     assert!(r.moved_bytes <= e.promoted_bytes + e.demoted_bytes);
+                    assert!(!r.rates.is_empty(), "{what}: a rate per interval");
+                    assert!(r.rates.iter().all(|p| p.secs >= 0.0 && p.mbps >= 0.0));
                 }
                 None => {
                     assert!(r.engine.is_none(), "{what}");
                     assert_eq!(r.moved_bytes, 0, "{what}: nothing moves frames");
+                    assert!(r.rates.is_empty(), "{what}");
                 }
+            }
+            assert_eq!(r.promoted_bytes + r.demoted_bytes, r.moved_bytes, "{what}");
+            assert_eq!(r.phases[0].start_secs, 0.0, "{what}");
+            assert!(r.phases[1].start_secs > 0.0, "{what}");
+            // The tier map: every frame, every sample from phase 0 on, in
+            // bounded rows and columns of runs that cover every column.
+            match &r.tier_map {
+                Some(map) => {
+                    let frames = (settings.guest_bytes / settings.frame_size) as usize;
+                    assert_eq!(map.frames, frames, "{what}");
+                    assert!(map.rows.len() <= MAX_ROWS && map.columns() <= MAX_COLUMNS);
+                    assert!(map.columns() >= r.timeline.len(), "{what}");
+                    assert!(map.edges.windows(2).all(|w| w[0] < w[1]), "{what}");
+                    for row in &map.rows {
+                        let covered: u32 = row.iter().map(|[n, _]| n).sum();
+                        assert_eq!(covered as usize, map.columns(), "{what}");
+                    }
+                }
+                None => assert!(r.config.is_bound(), "{what}: only the bounds keep none"),
             }
         }
     }
@@ -132,20 +156,56 @@ fn quick_workloads_suite_runs_every_config_and_keeps_the_bounds() {
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
-    let expected: BTreeSet<String> = settings
-        .workloads
-        .iter()
-        .map(|w| hit_chart_name(w, 0.25))
-        .collect();
+    let tiered = [
+        Config::FirstTouch,
+        Config::TieringDirtyLog,
+        Config::TieringFaultSample,
+    ];
+    let mut expected = BTreeSet::new();
+    for w in &settings.workloads {
+        expected.insert(hit_chart_name(w, 0.25));
+        expected.insert(migration_chart_name(w, 0.25));
+        expected.extend(tiered.map(|c| tier_map_name(w, 0.25, c)));
+    }
     assert_eq!(svgs, expected);
     for name in &svgs {
         let svg = fs::read_to_string(files.svg.join(name)).unwrap();
-        assert!(svg.trim_end().ends_with("</svg>"));
-        assert!(svg.contains("oracle (DRAM 25%)"), "{name}");
+        assert!(svg.trim_start().starts_with("<svg"), "{name}");
+        assert!(svg.trim_end().ends_with("</svg>"), "{name}");
+        let parts: &[&str] = if name.starts_with("workloads-hit-") {
+            &["oracle (DRAM 25%)"]
+        } else if name.starts_with("workloads-migration-") {
+            &[
+                "MB/s moved per engine interval",
+                "tiering-dirty-log",
+                "tiering-fault-sample",
+            ]
+        } else {
+            &[
+                "fast tier (DRAM)",
+                "slow tier",
+                "phase 0",
+                "phase 1",
+                "<rect",
+            ]
+        };
+        for part in parts {
+            assert!(svg.contains(part), "{name} lacks {part}");
+        }
+    }
+    for chart in ["DRAM-hit over time", "migration rate", "tier over time"] {
+        assert!(stdout.contains(chart), "summary names the {chart} charts");
     }
     let markdown = fs::read_to_string(&files.md).unwrap();
     assert!(markdown.contains("### workloads: "));
     assert!(markdown.contains("| modeled DRAM+CXL stall ns/op |"));
+    for column in [
+        "| converged after shift |",
+        "| promoted |",
+        "| engine total |",
+    ] {
+        assert!(markdown.contains(column), "{column} missing");
+    }
 }
 
 #[test]

@@ -129,20 +129,14 @@ pub fn analyze(
                 r.map(|r| Some(worst.map_or(r, |w| w.min(r))))
             })
             .flatten(),
-        convergence_secs: shifts
-            .iter()
-            .map(|p| p.convergence_secs)
-            .try_fold(None, |worst: Option<f64>, c| {
-                c.map(|c| Some(worst.map_or(c, |w| w.max(c))))
-            })
-            .flatten(),
+        convergence_secs: longest_convergence(shifts.iter().map(|p| p.convergence_secs)),
         moved_bytes,
         min_bytes,
         bytes_ratio: ratio(moved_bytes as f64, min_bytes as f64),
         mops: mean(mops.iter().copied()),
         phases,
         engine: engine_summary(&trace.stats),
-        rates: rates(&trace.stats.recent, origin),
+        rates: migration_rates(&trace.stats.recent, origin),
         timeline,
     })
 }
@@ -177,10 +171,7 @@ fn phase_result(
         .iter()
         .find(|p| since(p) >= settings.shift_window_secs - 1e-9)
         .and_then(|p| p.ratio);
-    let convergence_secs = points
-        .iter()
-        .find(|p| p.ratio.is_some_and(|r| r >= TARGET_AFTER_SHIFT))
-        .map(|p| since(p).max(0.0));
+    let convergence_secs = convergence_secs(points.iter().map(|p| (since(p), p.ratio)));
     let needed = before.map(|tiers| min_moves(&o.access, tiers, quota));
     let min_bytes = needed.map_or(0, |m| m.frames() as u64 * settings.frame_size);
     let moved_bytes = recent
@@ -206,6 +197,27 @@ fn phase_result(
         min_bytes,
         moved_bytes,
     }
+}
+
+/// Seconds from a phase's start until its engine/oracle ratio first
+/// reached [`TARGET_AFTER_SHIFT`], from `(seconds since the phase began,
+/// ratio)` per sample in time order; `None` when it never did.
+pub fn convergence_secs(points: impl IntoIterator<Item = (f64, Option<f64>)>) -> Option<f64> {
+    points
+        .into_iter()
+        .find(|(_, ratio)| ratio.is_some_and(|r| r >= TARGET_AFTER_SHIFT))
+        .map(|(since, _)| since.max(0.0))
+}
+
+/// The longest of the phases' convergence times; `None` when there is
+/// none or one phase never converged.
+pub fn longest_convergence(phases: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+    phases
+        .into_iter()
+        .try_fold(None, |worst: Option<f64>, c| {
+            c.map(|c| Some(worst.map_or(c, |w| w.max(c))))
+        })
+        .flatten()
 }
 
 /// The placement of the last sample at or before `at` (the placement the
@@ -236,8 +248,9 @@ pub fn phase_mops(reports: &[PhaseReport], phase: u64, vcpus: u32) -> Option<f64
 }
 
 /// Migration rate per engine interval from phase 0 on, MB/s (10^6
-/// bytes), at each interval's end.
-fn rates(recent: &[IntervalRecord], origin: f64) -> Vec<RatePoint> {
+/// bytes), at each interval's end; `origin` is phase 0's start in seconds
+/// (the engine's and the guest's clocks start together, at VM creation).
+pub fn migration_rates(recent: &[IntervalRecord], origin: f64) -> Vec<RatePoint> {
     let mut points = Vec::new();
     let mut previous: Option<u64> = None;
     for r in recent {

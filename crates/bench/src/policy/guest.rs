@@ -96,17 +96,21 @@ pub struct RunSpec {
     pub placement: Placement,
     /// The engine's policy, when it runs.
     pub tiering: Option<TieringPolicy>,
+    /// Host NUMA nodes of the fast and the slow tier, when bound (a host
+    /// with real tiers); `None` leaves both to the kernel.
+    pub tier_nodes: Option<[u32; 2]>,
 }
 
 /// The VM configuration of a run of `args` as `spec` describes: two memfd
-/// tiers (fast = `spec.fast_bytes`, slow = all of RAM), the remap-precopy
-/// migrator, the engine when `spec.tiering` names a policy.
+/// tiers (fast = `spec.fast_bytes`, slow = all of RAM, each on its node
+/// of `spec.tier_nodes` when given), the remap-precopy migrator, the
+/// engine when `spec.tiering` names a policy.
 pub fn spec_config(spec: &RunSpec, args: &str) -> VmConfig {
     let seconds = f64::from(spec.phases) * spec.phase_seconds + SLACK_SECS;
-    let tier = |name: &str, size: u64| TierSpec {
+    let tier = |name: &str, size: u64, index: usize| TierSpec {
         name: name.to_owned(),
         backend: BackendSpec::Memfd {
-            numa_node: None,
+            numa_node: spec.tier_nodes.map(|nodes| nodes[index]),
             hugetlb: false,
             prealloc: false,
         },
@@ -118,8 +122,8 @@ pub fn spec_config(spec: &RunSpec, args: &str) -> VmConfig {
             size: spec.guest_bytes,
             frame_size: spec.frame_size,
             tiers: vec![
-                tier("fast", spec.fast_bytes),
-                tier("slow", spec.guest_bytes),
+                tier("fast", spec.fast_bytes, 0),
+                tier("slow", spec.guest_bytes, 1),
             ],
             placement: spec.placement,
             ..MemoryConfig::default()

@@ -22,7 +22,10 @@ use thiserror::Error;
 
 use crate::progress;
 
-pub use analysis::{AnalysisError, analyze, engine_summary, phase_mops};
+pub use analysis::{
+    AnalysisError, analyze, convergence_secs, engine_summary, longest_convergence, migration_rates,
+    phase_mops,
+};
 pub use charts::{hit_chart, hit_chart_name, migration_chart, write_svgs};
 pub use guest::{RunError, RunSpec, Sample, Trace, run_once, run_spec, spec_config, vm_config};
 pub use metrics::{MinMoves, dram_hit, min_moves, oracle_hit};

@@ -227,6 +227,7 @@ impl PolicySettings {
             fast_bytes: quota,
             placement: Placement::SlowFirst,
             tiering: Some(policy),
+            tier_nodes: None,
         }
     }
 

@@ -13,9 +13,13 @@ use oracle::{Oracle, OracleError};
 
 use super::result::{HitPoint, ModeledCost, PhaseResult, RunResult};
 use super::settings::{RunCase, WorkloadsSettings};
+use super::tier_map::TierMap;
 use crate::model::{Demand, MODELS, Pattern};
-use crate::policy::{Trace, dram_hit, engine_summary, oracle_hit, phase_mops};
-use crate::stats::mean;
+use crate::policy::{
+    Trace, convergence_secs, dram_hit, engine_summary, longest_convergence, migration_rates,
+    oracle_hit, phase_mops,
+};
+use crate::stats::{mean, ratio};
 
 /// Why a trace could not be analysed.
 #[derive(Debug, Error)]
@@ -73,8 +77,15 @@ pub fn analyze(
             let points: Vec<&HitPoint> = timeline.iter().filter(|p| p.phase == phase).collect();
             let demand = phase_demand(trace, phase);
             let dram_hit = mean(points.iter().map(|p| p.dram_hit));
+            let start_secs = trace.phase_starts.get(&phase).map_or(0.0, |s| s - origin);
             PhaseResult {
                 phase,
+                start_secs,
+                convergence_secs: convergence_secs(
+                    points
+                        .iter()
+                        .map(|p| (p.secs - start_secs, ratio(p.dram_hit, p.oracle_hit))),
+                ),
                 samples: points.len(),
                 mops: phase_mops(&trace.reports, phase, settings.vcpus),
                 dram_hit,
@@ -88,14 +99,17 @@ pub fn analyze(
         .collect();
 
     let span_secs = timeline.last().map_or(0.0, |p| p.secs.max(0.0));
-    let moved_bytes: u64 = trace
+    let in_phases: Vec<_> = trace
         .stats
         .recent
         .iter()
         .filter(|r| r.at_ms as f64 / 1e3 >= origin)
-        .map(|r| r.bytes)
-        .sum();
+        .collect();
+    let moved_bytes: u64 = in_phases.iter().map(|r| r.bytes).sum();
+    let frames_bytes = |frames: usize| frames as u64 * settings.frame_size;
     let engine = case.config.tracker().map(|_| engine_summary(&trace.stats));
+    let bound = case.config.is_bound();
+    let engine_runs = engine.is_some();
     Ok(RunResult {
         workload: workload.to_owned(),
         args: settings.workload_args(workload),
@@ -107,11 +121,33 @@ pub fn analyze(
         oracle_hit: mean(timeline.iter().map(|p| p.oracle_hit)),
         mops: mean(phases.iter().filter_map(|p| p.mops)),
         moved_bytes,
+        promoted_bytes: in_phases.iter().map(|r| frames_bytes(r.promoted)).sum(),
+        demoted_bytes: in_phases.iter().map(|r| frames_bytes(r.demoted)).sum(),
         migrate_mbps: (span_secs > 0.0).then(|| moved_bytes as f64 / 1e6 / span_secs),
+        convergence_secs: if bound {
+            None
+        } else {
+            longest_convergence(
+                phases
+                    .iter()
+                    .filter(|p| p.phase > 0)
+                    .map(|p| p.convergence_secs),
+            )
+        },
         modeled: total_modeled(&phases),
         phases,
         engine,
         timeline,
+        rates: if engine_runs {
+            migration_rates(&trace.stats.recent, origin)
+        } else {
+            Vec::new()
+        },
+        tier_map: if bound {
+            None
+        } else {
+            TierMap::from_samples(&trace.samples, origin, settings.sample_ms as f64 / 1e3)
+        },
     })
 }
 
@@ -177,6 +213,7 @@ mod tests {
 
     use super::*;
     use crate::policy::Sample;
+    use crate::testing::sample_workloads_trace;
     use crate::workloads::settings::Config;
 
     const MIB: u64 = 1 << 20;
@@ -272,6 +309,49 @@ mod tests {
         let r = analyze(&s, &fast, "hotset", &t).unwrap();
         assert_eq!((r.dram_hit, r.oracle_hit), (Some(1.0), Some(1.0)));
         assert!(r.modeled.iter().all(|c| c.relative_throughput == Some(1.0)));
+    }
+
+    #[test]
+    fn the_engine_run_converges_after_the_shift_and_keeps_its_moves() {
+        let mut s = WorkloadsSettings::new(true, Some(64 << 20)).unwrap();
+        s.workloads = vec!["hotset".to_owned()];
+        let case = RunCase {
+            config: Config::TieringDirtyLog,
+            share: Some(0.25),
+        };
+        let r = analyze(&s, &case, "hotset", &sample_workloads_trace(true)).unwrap();
+        let [p0, p1] = r.phases.as_slice() else {
+            panic!("{:?}", r.phases)
+        };
+        assert_eq!((p0.start_secs, p1.start_secs), (0.0, 1.0));
+        // Frame 1 is fast from the start; frame 20 from 11.5 s on.
+        assert_eq!(p0.convergence_secs, Some(0.0));
+        assert!((p1.convergence_secs.unwrap() - 0.5).abs() < 1e-9, "{p1:?}");
+        assert_eq!(r.convergence_secs, p1.convergence_secs);
+        // Boot's promotion is left out; the swap at 11.4 s is counted.
+        assert_eq!((r.promoted_bytes, r.demoted_bytes), (2 * MIB, 2 * MIB));
+        assert_eq!(r.moved_bytes, 4 * MIB);
+        assert_eq!(r.rates.len(), 2);
+        let map = r.tier_map.as_ref().unwrap();
+        assert_eq!((map.frames, map.columns()), (32, 20));
+        assert_eq!(map.rows[20], [[15, 0], [5, crate::workloads::LEVELS]]);
+
+        // Without an engine nothing moves and phase 1 never converges.
+        let touch = RunCase {
+            config: Config::FirstTouch,
+            share: Some(0.25),
+        };
+        let r = analyze(&s, &touch, "hotset", &sample_workloads_trace(false)).unwrap();
+        assert_eq!(r.phases[1].convergence_secs, None);
+        assert_eq!(r.convergence_secs, None);
+        assert!(r.rates.is_empty() && r.promoted_bytes == 0);
+        assert!(r.tier_map.is_some());
+        let bound = RunCase {
+            config: Config::AllFast,
+            share: None,
+        };
+        let r = analyze(&s, &bound, "hotset", &sample_workloads_trace(false)).unwrap();
+        assert!(r.tier_map.is_none() && r.convergence_secs.is_none());
     }
 
     #[test]

@@ -15,8 +15,10 @@
 
 mod analysis;
 mod charts;
+mod host_tiers;
 mod result;
 mod settings;
+mod tier_map;
 
 use std::thread;
 
@@ -26,9 +28,14 @@ use crate::policy::{RunError, run_spec};
 use crate::progress;
 
 pub use analysis::{AnalysisError, analyze};
-pub use charts::{hit_chart, hit_chart_name, write_svgs};
+pub use charts::{
+    chart_kinds, hit_chart, hit_chart_name, migration_chart, migration_chart_name, tier_map_chart,
+    tier_map_name, write_svgs,
+};
+pub use host_tiers::{HostTiers, NODE_DIR};
 pub use result::{HitPoint, ModeledCost, PhaseResult, RunResult, WorkloadsResult};
 pub use settings::{Config, RunCase, SettingsError, WorkloadsSettings};
+pub use tier_map::{LEVELS, MAX_COLUMNS, MAX_ROWS, TierMap};
 
 /// Why the workloads suite failed.
 #[derive(Debug, Error)]

@@ -4,10 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::charts::chart_kinds;
 use super::settings::{Config, RunCase, WorkloadsSettings};
+use super::tier_map::TierMap;
 use crate::model::Demand;
 use crate::model::{CXL, DRAM, MODELS, OPTANE};
-use crate::policy::{EngineSummary, format_share};
+use crate::policy::{EngineSummary, RatePoint, TARGET_AFTER_SHIFT, format_share};
 use crate::size::format_size;
 use crate::table::{Align, RowWidthError, Table};
 use crate::track::{format_percent, format_us};
@@ -45,8 +47,19 @@ pub struct RunResult {
     pub mops: Option<f64>,
     /// Bytes the engine moved from phase 0 on (both ways).
     pub moved_bytes: u64,
+    /// Bytes the engine promoted from phase 0 on.
+    #[serde(default)]
+    pub promoted_bytes: u64,
+    /// Bytes the engine demoted from phase 0 on.
+    #[serde(default)]
+    pub demoted_bytes: u64,
     /// `moved_bytes` over the time from phase 0 to the last sample, MB/s.
     pub migrate_mbps: Option<f64>,
+    /// The longest convergence time over the phases after a shift (see
+    /// [`PhaseResult::convergence_secs`]); `None` for the bounds and when
+    /// one of them never converged.
+    #[serde(default)]
+    pub convergence_secs: Option<f64>,
     /// Modeled cost over all phases, one per memory model.
     pub modeled: Vec<ModeledCost>,
     /// Per phase.
@@ -55,6 +68,14 @@ pub struct RunResult {
     pub engine: Option<EngineSummary>,
     /// DRAM-hit ratio at every placement sample inside a phase.
     pub timeline: Vec<HitPoint>,
+    /// Migration rate per engine interval from phase 0 on (engine runs
+    /// only).
+    #[serde(default)]
+    pub rates: Vec<RatePoint>,
+    /// Where every frame was from phase 0 on, downsampled (every
+    /// configuration but the bounds, whose placement never changes).
+    #[serde(default)]
+    pub tier_map: Option<TierMap>,
 }
 
 impl RunResult {
@@ -99,6 +120,14 @@ impl RunResult {
 pub struct PhaseResult {
     /// The phase.
     pub phase: u64,
+    /// When it began, seconds after phase 0 began.
+    #[serde(default)]
+    pub start_secs: f64,
+    /// Seconds from its start until the DRAM-hit ratio first reached
+    /// the after-shift target share of the oracle's (as in the policy
+    /// suite); `None` when it never did.
+    #[serde(default)]
+    pub convergence_secs: Option<f64>,
     /// Placement samples taken in it.
     pub samples: usize,
     /// Guest throughput, Mops/s (every vCPU's phase report).
@@ -162,10 +191,21 @@ fn format_rel(r: Option<f64>) -> String {
     r.map_or_else(|| "—".to_owned(), |r| format!("{r:.2}×"))
 }
 
+/// A convergence time, `never` when the target was not reached, `—` for
+/// the bounds (nothing to converge to).
+fn format_convergence(config: Config, secs: Option<f64>) -> String {
+    if config.is_bound() {
+        "—".to_owned()
+    } else {
+        secs.map_or_else(|| "never".to_owned(), |s| format!("{s:.1} s"))
+    }
+}
+
 impl WorkloadsResult {
     /// Lines explaining the method and the model.
     pub fn summary(&self) -> Vec<String> {
         vec![
+            format!("tiers: {}", self.settings.tiers.label()),
             self.settings.describe(),
             format!(
                 "two-VM mix: {} side by side, each VM its own guest, DRAM share and engine, \
@@ -197,6 +237,15 @@ impl WorkloadsResult {
                 OPTANE.latency_ns,
                 OPTANE.bandwidth_gbps,
             ),
+            format!(
+                "converged after shift: seconds from a phase's start until DRAM-hit first \
+                 reached {:.0}% of the oracle's (the policy suite's measure), longest over the \
+                 phases after a shift; promoted/demoted: the engine's moves from phase 0 on; \
+                 migration stalls are not reported (the engine's counters hold none; aborted \
+                 moves are in the engine table)",
+                TARGET_AFTER_SHIFT * 100.0
+            ),
+            format!("charts (--svg): {}", chart_kinds().join("; ")),
         ]
     }
 
@@ -217,7 +266,9 @@ impl WorkloadsResult {
             ("Mops/s", Align::Right),
             ("DRAM-hit", Align::Right),
             ("oracle", Align::Right),
-            ("migrated", Align::Right),
+            ("converged after shift", Align::Right),
+            ("promoted", Align::Right),
+            ("demoted", Align::Right),
             ("MB/s", Align::Right),
         ];
         let headers: Vec<(String, String)> = MODELS
@@ -234,8 +285,12 @@ impl WorkloadsResult {
             columns.push((rel.as_str(), Align::Right));
         }
         let mut table = Table::new(
-            "Per run: guest throughput, DRAM-hit against the oracle, bytes migrated, and the \
-             modeled cost on DRAM+CXL and DRAM+Optane",
+            format!(
+                "Per run ({}): guest throughput, DRAM-hit against the oracle, the longest \
+                 convergence after a phase shift, bytes promoted and demoted from phase 0 on and \
+                 their rate, and the modeled cost on DRAM+CXL and DRAM+Optane",
+                self.settings.tiers.label()
+            ),
             &columns,
         );
         for r in &self.runs {
@@ -256,7 +311,9 @@ impl WorkloadsResult {
                 format_mops(r.mops),
                 format_percent(r.dram_hit),
                 format_percent(r.oracle_hit),
-                format_size(r.moved_bytes),
+                format_convergence(r.config, r.convergence_secs),
+                format_size(r.promoted_bytes),
+                format_size(r.demoted_bytes),
                 r.migrate_mbps
                     .map_or_else(|| "—".to_owned(), |m| format!("{m:.1}")),
             ];
@@ -272,15 +329,17 @@ impl WorkloadsResult {
 
     fn phase_table(&self) -> Result<Table, RowWidthError> {
         let mut table = Table::new(
-            "Per phase: guest throughput and DRAM-hit (phase 0 follows boot; later phases \
-             shift the hot set)",
+            "Per phase: guest throughput, DRAM-hit and convergence (phase 0 follows boot; \
+             later phases shift the hot set)",
             &[
                 ("workload", Align::Left),
                 ("config", Align::Left),
                 ("phase", Align::Right),
+                ("start", Align::Right),
                 ("Mops/s", Align::Right),
                 ("DRAM-hit", Align::Right),
                 ("oracle", Align::Right),
+                ("converged", Align::Right),
             ],
         );
         for r in &self.runs {
@@ -289,9 +348,11 @@ impl WorkloadsResult {
                     r.workload.clone(),
                     format!("{}{}", r.case().label(), r.beside()),
                     p.phase.to_string(),
+                    format!("{:.1} s", p.start_secs),
                     format_mops(p.mops),
                     format_percent(p.dram_hit),
                     format_percent(Some(p.oracle_hit)),
+                    format_convergence(r.config, p.convergence_secs),
                 ])?;
             }
         }
@@ -300,17 +361,21 @@ impl WorkloadsResult {
 
     fn engine_table(&self) -> Result<Table, RowWidthError> {
         let mut table = Table::new(
-            "Engine runs: counters over the whole run and mean time per interval",
+            "Engine runs: counters over the whole run (boot included), mean time per interval \
+             of each stage, and the engine thread's time in all (collect = the tracker's share)",
             &[
                 ("workload", Align::Left),
                 ("config", Align::Left),
                 ("intervals", Align::Right),
                 ("promoted", Align::Right),
                 ("demoted", Align::Right),
+                ("aborted", Align::Right),
                 ("collect", Align::Right),
                 ("heat", Align::Right),
                 ("plan", Align::Right),
                 ("migrate", Align::Right),
+                ("tracker total", Align::Right),
+                ("engine total", Align::Right),
             ],
         );
         for r in &self.runs {
@@ -321,10 +386,15 @@ impl WorkloadsResult {
                 e.intervals.to_string(),
                 format_size(e.promoted_bytes),
                 format_size(e.demoted_bytes),
+                e.aborted.to_string(),
                 format_us(e.collect_us),
                 format_us(e.heat_us),
                 format_us(e.plan_us),
                 format_us(e.migrate_us),
+                format_us(e.collect_us * e.intervals as f64),
+                format_us(
+                    (e.collect_us + e.heat_us + e.plan_us + e.migrate_us) * e.intervals as f64,
+                ),
             ])?;
         }
         Ok(table)

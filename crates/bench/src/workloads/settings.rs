@@ -9,6 +9,7 @@ use thiserror::Error;
 use guest_memory::Placement;
 use tiering::TieringPolicy;
 
+use super::host_tiers::HostTiers;
 use crate::guest_size::{GuestSizeError, check_guest_size};
 use crate::model::Pattern;
 use crate::policy::{RunSpec, format_share};
@@ -162,6 +163,10 @@ pub struct WorkloadsSettings {
     /// every configuration that is no bound.
     #[serde(default)]
     pub mixes: Vec<[String; 2]>,
+    /// Where the tiers' memory comes from: two NUMA nodes (measured on
+    /// real tiers) or one (modeled).
+    #[serde(default)]
+    pub tiers: HostTiers,
 }
 
 impl WorkloadsSettings {
@@ -193,6 +198,7 @@ impl WorkloadsSettings {
             } else {
                 MIXES.map(|m| m.map(str::to_owned)).to_vec()
             },
+            tiers: HostTiers::detect(),
         };
         for &share in &settings.shares {
             if settings.share_frames(share) == 0 {
@@ -270,6 +276,7 @@ impl WorkloadsSettings {
             fast_bytes,
             placement,
             tiering,
+            tier_nodes: self.tiers.nodes(),
         }
     }
 
@@ -300,9 +307,15 @@ impl WorkloadsSettings {
 
     /// One line describing the method, for reports.
     pub fn describe(&self) -> String {
+        let speed = match self.tiers {
+            HostTiers::OneNode => "both run at this machine's DRAM speed".to_owned(),
+            HostTiers::Numa { fast, slow } => {
+                format!("fast on NUMA node {fast}, slow on node {slow}: measured on real tiers")
+            }
+        };
         format!(
             "{} guest on {} vCPUs, {} frames, two memfd tiers (fast = the DRAM share, slow = all \
-             of RAM; both run at this machine's DRAM speed), remap-precopy migrator; workloads \
+             of RAM; {speed}), remap-precopy migrator; workloads \
              {} over a {} buffer ({} phases of {} s); configurations: all-fast and all-slow \
              (bounds), first-touch (fast-first, no engine), tiering-dirty-log and \
              tiering-fault-sample (fast-first, then the engine's default policy with that \
@@ -371,6 +384,23 @@ mod tests {
             (s.guest_bytes / 4, Placement::FastFirst)
         );
         assert!(spec.tiering.is_none());
+        assert_eq!(spec.tier_nodes, s.tiers.nodes());
+        let numa = WorkloadsSettings {
+            tiers: HostTiers::Numa { fast: 0, slow: 1 },
+            ..s.clone()
+        };
+        let config = crate::policy::spec_config(&numa.run_spec(&touch), "hotset");
+        let nodes: Vec<Option<u32>> = config
+            .memory
+            .tiers
+            .iter()
+            .map(|t| match t.backend {
+                guest_memory::BackendSpec::Memfd { numa_node, .. } => numa_node,
+                _ => panic!("{t:?}"),
+            })
+            .collect();
+        assert_eq!(nodes, [Some(0), Some(1)]);
+        assert!(numa.describe().contains("measured on real tiers"));
         for (case, tracker) in [(dirty, "dirty-log"), (fault, "fault-sample")] {
             let policy = s.run_spec(&case).tiering.unwrap();
             assert_eq!(policy.tracker, tracker);
