@@ -81,9 +81,13 @@ pub fn blend(low: Rgb, high: Rgb, share: f64) -> Rgb {
 impl GridChart {
     /// Draws the chart into the SVG file `path` (created or replaced).
     pub fn write_svg(&self, path: &Path) -> Result<(), PlotError> {
-        let (Some(&x0), Some(&x1)) = (self.x_edges.first(), self.x_edges.last()) else {
+        let (Some(&first), Some(&last)) = (self.x_edges.first(), self.x_edges.last()) else {
             return Err(PlotError::Empty(self.title.clone()));
         };
+        // Markers outside the cells (a phase start before the first
+        // sample) widen the axis rather than vanish.
+        let x0 = self.markers.iter().map(|m| m.x).fold(first, f64::min);
+        let x1 = self.markers.iter().map(|m| m.x).fold(last, f64::max);
         if self.rows.is_empty() || x1 <= x0 || self.y_max <= 0.0 {
             return Err(PlotError::Empty(self.title.clone()));
         }
@@ -130,6 +134,14 @@ impl GridChart {
             .disable_mesh()
             .x_desc(self.x_label.as_str())
             .y_desc(self.y_label.as_str())
+            .y_label_formatter(&|y| {
+                // Frame indices: whole numbers only.
+                if (y - y.round()).abs() < 1e-6 {
+                    format!("{y:.0}")
+                } else {
+                    String::new()
+                }
+            })
             .draw()?;
         let (low, high) = (self.low.0, self.high.0);
         chart.draw_series(self.rectangles().into_iter().map(|(a, b, share)| {

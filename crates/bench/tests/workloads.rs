@@ -91,6 +91,11 @@ fn quick_workloads_suite_runs_every_config_and_keeps_the_bounds() {
                     assert!(r.moved_bytes <= e.promoted_bytes + e.demoted_bytes);
                     assert!(!r.rates.is_empty(), "{what}: a rate per interval");
                     assert!(r.rates.iter().all(|p| p.secs >= 0.0 && p.mbps >= 0.0));
+                    assert_eq!(
+                        r.moved_bytes > 0,
+                        r.rates.iter().any(|p| p.mbps > 0.0),
+                        "{what}: every interval's moves are in the rates"
+                    );
                 }
                 None => {
                     assert!(r.engine.is_none(), "{what}");

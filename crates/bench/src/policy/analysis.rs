@@ -252,11 +252,14 @@ pub fn phase_mops(reports: &[PhaseReport], phase: u64, vcpus: u32) -> Option<f64
 /// (the engine's and the guest's clocks start together, at VM creation).
 pub fn migration_rates(recent: &[IntervalRecord], origin: f64) -> Vec<RatePoint> {
     let mut points = Vec::new();
-    let mut previous: Option<u64> = None;
+    // The first interval began when the engine did (its clock's zero):
+    // its moves count too, which matters when the guest's phase 0 began
+    // before the engine's first interval ended.
+    let mut previous = 0;
     for r in recent {
         let at = r.at_ms as f64 / 1e3 - origin;
-        let span_ms = previous.map_or(0, |p| r.at_ms.saturating_sub(p));
-        previous = Some(r.at_ms);
+        let span_ms = r.at_ms.saturating_sub(previous);
+        previous = r.at_ms;
         if at < 0.0 || span_ms == 0 {
             continue;
         }
@@ -430,6 +433,21 @@ mod tests {
         assert_eq!(r.rates.len(), 3);
         assert!((r.rates[0].mbps - 4.0 * MIB as f64 / 1e6 / 1.2).abs() < 1e-9);
         assert_eq!(r.engine.intervals, 4);
+    }
+
+    #[test]
+    fn the_first_interval_spans_from_the_engine_start() {
+        // Phase 0 began 0.1 s after the engine; its first interval ended
+        // at 0.2 s having moved 2 MiB.
+        let first = IntervalRecord {
+            at_ms: 200,
+            bytes: 2 * MIB,
+            ..IntervalRecord::default()
+        };
+        let rates = migration_rates(&[first], 0.1);
+        assert_eq!(rates.len(), 1);
+        assert!((rates[0].secs - 0.1).abs() < 1e-9);
+        assert!((rates[0].mbps - 2.0 * MIB as f64 / 1e6 / 0.2).abs() < 1e-9);
     }
 
     #[test]
