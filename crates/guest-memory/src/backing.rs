@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::config::ConfigError;
+use crate::host_tiers;
 use crate::tier::{BackendSpec, TierSpec};
 
 /// The backing mode of guest RAM.
@@ -80,6 +81,58 @@ impl fmt::Display for Backing {
     }
 }
 
+/// `tiers`, where shared-numa memfd tiers that name no NUMA node get the
+/// host's memory nodes in order of speed (the first such tier the fastest
+/// node not named by another tier, and so on; see [`crate::host_tiers`]).
+/// Other configurations come back unchanged.
+pub(crate) fn resolve_nodes(
+    backing: Backing,
+    tiers: &[TierSpec],
+) -> Result<Vec<TierSpec>, ConfigError> {
+    let mut resolved = tiers.to_vec();
+    let unnamed = |spec: &TierSpec| {
+        matches!(
+            spec.backend,
+            BackendSpec::Memfd {
+                numa_node: None,
+                ..
+            }
+        )
+    };
+    let Some(first) = resolved.iter().find(|s| unnamed(s)) else {
+        return Ok(resolved);
+    };
+    if !backing.is_shared() {
+        return Ok(resolved);
+    }
+    let host =
+        host_tiers::memory_nodes_fastest_first().map_err(|source| ConfigError::HostNodes {
+            tier: first.name.clone(),
+            source,
+        })?;
+    let named: Vec<u32> = tiers
+        .iter()
+        .filter_map(|s| match s.backend {
+            BackendSpec::Memfd { numa_node, .. } => numa_node,
+            BackendSpec::File { .. } => None,
+        })
+        .collect();
+    let mut free = host.iter().copied().filter(|n| !named.contains(n));
+    for spec in &mut resolved {
+        let name = spec.name.clone();
+        if let BackendSpec::Memfd { numa_node, .. } = &mut spec.backend {
+            if numa_node.is_none() {
+                let node = free.next().ok_or_else(|| ConfigError::NoHostNodeLeft {
+                    tier: name,
+                    nodes: host.clone(),
+                })?;
+                *numa_node = Some(node);
+            }
+        }
+    }
+    Ok(resolved)
+}
+
 /// Checks what shared-numa asks of the tiers (syntax only; whether the
 /// nodes exist is checked with the other host facts).
 pub(crate) fn check(backing: Backing, tiers: &[TierSpec]) -> Result<(), ConfigError> {
@@ -95,7 +148,10 @@ pub(crate) fn check(backing: Backing, tiers: &[TierSpec]) -> Result<(), ConfigEr
             } => (*numa_node, *hugetlb),
             BackendSpec::File { .. } => return Err(ConfigError::SharedNumaNeedsMemfd(tier())),
         };
-        let node = node.ok_or_else(|| ConfigError::SharedNumaNeedsNode(tier()))?;
+        // resolve_nodes gave every memfd tier a node.
+        let Some(node) = node else {
+            continue;
+        };
         if hugetlb {
             return Err(ConfigError::SharedNumaHugetlb(tier()));
         }
@@ -143,6 +199,42 @@ mod tests {
     }
 
     #[test]
+    fn tiers_without_a_node_take_the_hosts_fastest_free_nodes() {
+        let host = host_tiers::memory_nodes_fastest_first().unwrap();
+        let tiers = [
+            spec("name=fast,backend=memfd,size=4M"),
+            spec("name=slow,backend=memfd,size=4M"),
+        ];
+        match resolve_nodes(Backing::SHARED_NUMA, &tiers) {
+            Ok(resolved) => {
+                let nodes: Vec<Option<u32>> = resolved
+                    .iter()
+                    .map(|s| match s.backend {
+                        BackendSpec::Memfd { numa_node, .. } => numa_node,
+                        BackendSpec::File { .. } => None,
+                    })
+                    .collect();
+                assert_eq!(nodes, [Some(host[0]), Some(host[1])]);
+            }
+            Err(e) => {
+                assert_eq!(host.len(), 1, "{e}");
+                assert_eq!(
+                    e.to_string(),
+                    format!(
+                        "backing shared-numa: tier 'slow' names no numa-node and no host memory \
+                         node is left (host memory nodes, fastest first: [{}])",
+                        host[0]
+                    )
+                );
+            }
+        }
+        // Per-tier backing and named nodes are left alone.
+        assert_eq!(resolve_nodes(Backing::PerTier, &tiers).unwrap(), tiers);
+        let named = [spec("name=fast,backend=memfd,size=4M,numa-node=0")];
+        assert_eq!(resolve_nodes(Backing::SHARED_NUMA, &named).unwrap(), named);
+    }
+
+    #[test]
     fn per_tier_takes_anything() {
         let tiers = [spec("name=a,backend=file,path=/x")];
         check(Backing::PerTier, &tiers).unwrap();
@@ -152,10 +244,6 @@ mod tests {
     fn shared_numa_rules_name_the_tier() {
         let fast = spec("name=fast,backend=memfd,size=4M,numa-node=0");
         let cases = [
-            (
-                spec("name=slow,backend=memfd,size=4M"),
-                "backing shared-numa needs numa-node on every tier: tier 'slow' has none",
-            ),
             (
                 spec("name=slow,backend=file,path=/dev/dax0.0"),
                 "backing shared-numa needs backend=memfd on every tier: tier 'slow' is backend=file",

@@ -251,9 +251,29 @@ pub enum ConfigError {
     /// Shared-numa backing with a tier that is not a memfd.
     #[error("backing shared-numa needs backend=memfd on every tier: tier '{0}' is backend=file")]
     SharedNumaNeedsMemfd(String),
-    /// Shared-numa backing with a tier that names no NUMA node.
-    #[error("backing shared-numa needs numa-node on every tier: tier '{0}' has none")]
-    SharedNumaNeedsNode(String),
+    /// Shared-numa tiers without a node, and the host's memory nodes could
+    /// not be read.
+    #[error(
+        "backing shared-numa: tier '{tier}' names no numa-node and the host's memory nodes are unknown"
+    )]
+    HostNodes {
+        /// The first tier without a node.
+        tier: String,
+        /// Why.
+        #[source]
+        source: crate::host_tiers::HostTiersError,
+    },
+    /// Shared-numa tiers without a node outnumber the host's free memory nodes.
+    #[error(
+        "backing shared-numa: tier '{tier}' names no numa-node and no host memory node is left \
+         (host memory nodes, fastest first: {nodes:?})"
+    )]
+    NoHostNodeLeft {
+        /// The tier.
+        tier: String,
+        /// The host's memory nodes, fastest first.
+        nodes: Vec<u32>,
+    },
     /// Shared-numa backing with a hugetlb tier.
     #[error("backing shared-numa does not support hugetlb: tier '{0}' has hugetlb=on")]
     SharedNumaHugetlb(String),
@@ -321,9 +341,9 @@ pub(crate) fn validate(cfg: &MemoryConfig) -> Result<Plan, ConfigError> {
             return Err(ConfigError::DuplicateTierName(spec.name.clone()));
         }
     }
-    backing::check(cfg.backing, &cfg.tiers)?;
-    let tiers = cfg
-        .tiers
+    let specs = backing::resolve_nodes(cfg.backing, &cfg.tiers)?;
+    backing::check(cfg.backing, &specs)?;
+    let tiers = specs
         .iter()
         .map(|spec| plan_tier(spec, frame_size))
         .collect::<Result<Vec<_>, _>>()?;

@@ -25,6 +25,7 @@ mod file_backend;
 mod frame_table;
 mod guest_ranges;
 mod host;
+mod host_tiers;
 pub mod layout;
 mod ledger;
 mod mapping;
@@ -53,6 +54,7 @@ pub use frame_table::{FrameTable, MappedRegion};
 pub use host::{
     DaxGeometry, HUGEPAGE_SIZE, HostError, available_hugepages, dax_geometry, numa_node_exists,
 };
+pub use host_tiers::{HostTiersError, memory_nodes_fastest_first};
 pub use layout::{HIGH_RAM_START, MMIO_HOLE_START, RamRegion, ram_regions};
 pub use ledger::LedgerError;
 pub use migrate::{BatchReport, Migrator, Move};

@@ -56,9 +56,9 @@ pub(crate) fn create_error(e: VmError, body: &VmConfigBody) -> ControlError {
         },
         VmError::Memory(guest_memory::Error::Config(c)) => invalid(memory_field(c, body), c),
         VmError::Migration(m) => match m {
-            MigrationError::Remap(_) | MigrationError::Kernel(_) => {
-                invalid("migration.migrator", m)
-            }
+            MigrationError::Remap(_)
+            | MigrationError::Kernel(_)
+            | MigrationError::DaxNotGuardable(_) => invalid("migration.migrator", m),
             _ => internal(&e),
         },
         VmError::UnknownTracker(_) | VmError::Tracker(_) => invalid("tiering.tracker", &e),
@@ -172,7 +172,9 @@ fn memory_field(e: &ConfigError, body: &VmConfigBody) -> String {
         | ConfigError::NotFileOrDevice { tier: t, .. }
         | ConfigError::NotDax { tier: t, .. } => tier(t, ".backend.path"),
         ConfigError::SharedNumaNeedsMemfd(t) => tier(t, ".backend.kind"),
-        ConfigError::SharedNumaNeedsNode(t) => tier(t, ".backend.numa_node"),
+        ConfigError::HostNodes { tier: t, .. } | ConfigError::NoHostNodeLeft { tier: t, .. } => {
+            tier(t, ".backend.numa_node")
+        }
         ConfigError::SharedNumaHugetlb(t) => tier(t, ".backend.hugetlb"),
         ConfigError::SharedNumaSameNode { second, .. } => tier(second, ".backend.numa_node"),
     }

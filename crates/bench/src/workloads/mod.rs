@@ -32,7 +32,7 @@ pub use charts::{
     chart_kinds, hit_chart, hit_chart_name, migration_chart, migration_chart_name, tier_map_chart,
     tier_map_name, write_svgs,
 };
-pub use host_tiers::{HostTiers, NODE_DIR};
+pub use host_tiers::HostTiers;
 pub use result::{HitPoint, ModeledCost, PhaseResult, RunResult, WorkloadsResult};
 pub use settings::{Config, RunCase, SettingsError, WorkloadsSettings};
 pub use tier_map::{LEVELS, MAX_COLUMNS, MAX_ROWS, TierMap};

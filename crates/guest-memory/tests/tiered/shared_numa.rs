@@ -58,10 +58,6 @@ fn shared_config(tiers: Vec<TierSpec>) -> MemoryConfig {
 fn shared_numa_configurations_are_checked_before_anything_is_made() {
     let cases = [
         (
-            vec![on_node("fast", "4M", 0), memfd("slow", "4M")],
-            "backing shared-numa needs numa-node on every tier: tier 'slow' has none",
-        ),
-        (
             vec![
                 on_node("fast", "4M", 0),
                 "name=slow,backend=file,path=/nonexistent".parse().unwrap(),
