@@ -12,6 +12,7 @@ use vmm::controller::{VmController, config_body};
 use vmm::devices::hypercall::LogSink;
 use vmm::error_chain;
 use vmm::guest_state::GuestState;
+use vmm::placement_check::PlacementCheck;
 use vmm::report::RunReport;
 use vmm::shuffle::Shuffler;
 use vmm::status::StatusLine;
@@ -113,7 +114,7 @@ fn run(args: &RunArgs) -> ExitCode {
     };
     let migrations = shuffler.map(Shuffler::stop);
     status.finish();
-    let (end, guest, tiers, tiering) = match outcome {
+    let (end, guest, tiers, tiering, check) = match outcome {
         Ok(o) => o,
         Err(message) => return fail(EXIT_SETUP, &format!("error: {message}")),
     };
@@ -132,6 +133,7 @@ fn run(args: &RunArgs) -> ExitCode {
     );
     report.migrations = migrations;
     report.tiering = tiering;
+    report.placement_check = Some(check);
     print!("{}", report.render());
     if let Some(path) = &args.report_json {
         let written = serde_json::to_vec_pretty(&report)
@@ -146,7 +148,7 @@ fn run(args: &RunArgs) -> ExitCode {
     }
     match end {
         VmEnd::Success | VmEnd::Stopped => ExitCode::SUCCESS,
-        VmEnd::GuestReset { .. } => {
+        VmEnd::GuestReset { .. } | VmEnd::PowerOff { .. } => {
             eprintln!("{}", end.describe());
             ExitCode::SUCCESS
         }
@@ -162,12 +164,14 @@ fn fail(code: u8, message: &str) -> ExitCode {
 }
 
 /// What a finished run leaves for its report: how it ended, the guest's
-/// reports, tier occupancy and the engine's last counters.
+/// reports, tier occupancy, the engine's last counters and the placement
+/// check.
 type RunOutcome = (
     VmEnd,
     Arc<GuestState>,
     Vec<guest_memory::TierUsage>,
     Option<tiering::EngineStats>,
+    PlacementCheck,
 );
 
 /// Runs the VM on this thread.
@@ -182,6 +186,7 @@ fn run_here(vm: &mut Vm, status: &mut StatusLine) -> Result<RunOutcome, String> 
         vm.state().clone(),
         vm.memory().tier_usage(),
         vm.engine().map(|e| (*e.stats()).clone()),
+        PlacementCheck::run(vm.memory()),
     ))
 }
 
@@ -215,5 +220,6 @@ fn run_with_api(
     // asks meanwhile sees it shut down, not gone.
     let _ = controller.delete_vm();
     server.stop();
-    Ok((end, guest, memory.tier_usage(), tiering))
+    let check = PlacementCheck::run(&memory);
+    Ok((end, guest, memory.tier_usage(), tiering, check))
 }

@@ -12,8 +12,10 @@ use guest_memory::migrate::{
     CombinedDirty, GuardError, GuardOptions, HostWriteLog, KernelError, KernelMigrator,
     PrecopyConfig, RemapError, RemapMigrator, WriteGuard,
 };
-use guest_memory::{Migrator, TieredMemory};
+use guest_memory::{BackendKind, Migrator, TieredMemory};
 use page_copy::{CopyError, EngineSpec, engine_from_spec};
+
+use crate::debug_corruption;
 
 /// Migration settings of a VM.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,6 +56,15 @@ pub enum MigrationError {
     /// The kernel migrator refused the memory.
     #[error(transparent)]
     Kernel(#[from] KernelError),
+    /// A remap migrator over a device-DAX tier: userfaultfd cannot
+    /// register DAX mappings, so nothing could hold the guest's writes
+    /// while a frame on that tier is copied.
+    #[error(
+        "tier '{0}' is device-DAX, which userfaultfd cannot write-protect: the remap migrators \
+         cannot move its frames (use --migrator none, or online the device as a NUMA node and \
+         use the kernel migrator)"
+    )]
+    DaxNotGuardable(String),
 }
 
 /// A VM's migrator and the parts it keeps alive.
@@ -78,6 +89,13 @@ pub fn build(
     guard: GuardOptions,
 ) -> Result<Option<MigrationSetup>, MigrationError> {
     let remap = |precopy: Option<PrecopyConfig>| -> Result<MigrationSetup, MigrationError> {
+        if let Some(tier) = memory
+            .tiers()
+            .iter()
+            .find(|t| matches!(t.kind(), BackendKind::DevDax { .. }))
+        {
+            return Err(MigrationError::DaxNotGuardable(tier.name().to_owned()));
+        }
         let guard = Arc::new(WriteGuard::with_options(memory.regions(), guard)?);
         let engine = engine_from_spec(&cfg.copy_engine)?;
         let migrator = RemapMigrator::new(memory.clone(), guard.clone(), engine, precopy)?;
@@ -86,7 +104,7 @@ pub fn build(
             guard: Some(guard),
         })
     };
-    Ok(Some(match cfg.migrator {
+    let setup = match cfg.migrator {
         MigratorKind::None => return Ok(None),
         MigratorKind::Remap => remap(None)?,
         MigratorKind::RemapPrecopy => {
@@ -102,5 +120,9 @@ pub fn build(
             migrator: Arc::new(KernelMigrator::new(memory.clone())?),
             guard: None,
         },
+    };
+    Ok(Some(MigrationSetup {
+        migrator: debug_corruption::wrap(setup.migrator, memory),
+        guard: setup.guard,
     }))
 }

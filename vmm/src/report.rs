@@ -9,6 +9,7 @@ use guest_memory::{BatchReport, TierUsage};
 use tiering::EngineStats;
 
 use crate::guest_state::{GroundTruth, GuestState, PhaseReport};
+use crate::placement_check::PlacementCheck;
 use crate::vm::VmEnd;
 
 /// Tier occupancy at the end of the run.
@@ -61,6 +62,8 @@ pub struct RunReport {
     pub migrations: Option<BatchReport>,
     /// The tiering engine's counters at the end, if it ran.
     pub tiering: Option<EngineStats>,
+    /// Whether the placement map agreed with the backing at the end.
+    pub placement_check: Option<PlacementCheck>,
     /// How the VM ended.
     pub end: VmEnd,
 }
@@ -91,6 +94,7 @@ impl RunReport {
             elapsed_s: state.started.elapsed().as_secs_f64(),
             migrations: None,
             tiering: None,
+            placement_check: None,
             end,
         }
     }
@@ -159,6 +163,9 @@ impl RunReport {
                     .map_or_else(|| "none".into(), |h| format!("{h:.1}")),
                 guest_memory::format_size(t.hot_set_bytes)
             );
+        }
+        if let Some(c) = &self.placement_check {
+            let _ = writeln!(out, "placement check: {}", c.describe());
         }
         if self.log_suppressed > 0 {
             let _ = writeln!(

@@ -49,6 +49,9 @@ pub enum VcpuEnd {
     /// The guest asked for a CPU reset (Linux: the i8042 reset command).
     /// tiervisor does not reboot guests: the VM ends.
     Reset,
+    /// The guest powered itself off (ACPI S5 through the sleep control
+    /// register).
+    PowerOff,
     /// The guest did something fatal.
     Failed {
         /// What happened.
@@ -202,6 +205,7 @@ fn linux_exit(bus: &PioBus, exit: VcpuExit<'_>) -> Step {
         VcpuExit::IoOut(port, data) => match bus.write(port, data) {
             PioOutcome::Continue => Step::Continue,
             PioOutcome::Reset => Step::End(VcpuEnd::Reset),
+            PioOutcome::PowerOff => Step::End(VcpuEnd::PowerOff),
         },
         VcpuExit::IoIn(port, data) => {
             bus.read(port, data);

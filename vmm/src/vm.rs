@@ -194,6 +194,11 @@ pub enum VmEnd {
         /// The vCPU that asked.
         vcpu: u32,
     },
+    /// The guest powered itself off (Linux's `poweroff`, through ACPI S5).
+    PowerOff {
+        /// The vCPU that asked.
+        vcpu: u32,
+    },
 }
 
 impl VmEnd {
@@ -211,17 +216,18 @@ impl VmEnd {
             VmEnd::TimedOut { seconds } => format!("guest timed out after {seconds} s"),
             VmEnd::Stopped => "guest stopped by the VMM".into(),
             VmEnd::GuestReset { vcpu } => {
-                format!("guest reset itself on vCPU {vcpu} (reboot or poweroff); the VM ended")
+                format!("guest reset itself on vCPU {vcpu} (reboot); the VM ended")
             }
+            VmEnd::PowerOff { vcpu } => format!("guest powered off on vCPU {vcpu}"),
         }
     }
 
     /// Whether the guest ended well: every vCPU exited with code 0, the
-    /// guest reset itself, or the VMM stopped it on request.
+    /// guest reset or powered itself off, or the VMM stopped it on request.
     pub fn is_success(&self) -> bool {
         matches!(
             self,
-            VmEnd::Success | VmEnd::Stopped | VmEnd::GuestReset { .. }
+            VmEnd::Success | VmEnd::Stopped | VmEnd::GuestReset { .. } | VmEnd::PowerOff { .. }
         )
     }
 }
@@ -730,6 +736,7 @@ impl Vm {
                         }
                         VcpuEnd::Exited { code } => Some(VmEnd::GuestExit { vcpu: index, code }),
                         VcpuEnd::Reset => Some(VmEnd::GuestReset { vcpu: index }),
+                        VcpuEnd::PowerOff => Some(VmEnd::PowerOff { vcpu: index }),
                         VcpuEnd::Failed { reason, rip } => Some(VmEnd::Failed {
                             vcpu: index,
                             reason,

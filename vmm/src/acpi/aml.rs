@@ -1,6 +1,6 @@
 //! A small ACPI Machine Language encoder: just the terms a static DSDT of
 //! ISA devices needs (Scope, Device, Name, integers, EISA IDs, Buffer,
-//! and resource templates of fixed I/O ports and ISA IRQs).
+//! Package, and resource templates of fixed I/O ports and ISA IRQs).
 //!
 //! Encodings follow ACPI 6.5 chapter 20 (AML) and section 6.4 (resource
 //! data types).
@@ -16,6 +16,7 @@ const DWORD_PREFIX: u8 = 0x0c;
 const QWORD_PREFIX: u8 = 0x0e;
 const SCOPE_OP: u8 = 0x10;
 const BUFFER_OP: u8 = 0x11;
+const PACKAGE_OP: u8 = 0x12;
 const EXT_OP_PREFIX: u8 = 0x5b;
 const DEVICE_OP: u8 = 0x82;
 const ROOT_CHAR: u8 = b'\\';
@@ -90,6 +91,20 @@ pub fn name(name: [u8; 4], value: &[u8]) -> Vec<u8> {
     out.extend_from_slice(&name);
     out.extend_from_slice(value);
     out
+}
+
+/// `Package () { elements }`, each element an encoded data object (at
+/// most 255 of them: the short NumElements form).
+pub fn package(elements: &[Vec<u8>]) -> Result<Vec<u8>, AcpiError> {
+    let count =
+        u8::try_from(elements.len()).map_err(|_| AcpiError::AmlTooManyElements(elements.len()))?;
+    let mut body = vec![count];
+    for e in elements {
+        body.extend_from_slice(e);
+    }
+    let mut out = vec![PACKAGE_OP];
+    out.extend(with_pkg_length(&body)?);
+    Ok(out)
 }
 
 /// An integer in its shortest encoding (Zero, One, Byte/Word/DWord/QWord

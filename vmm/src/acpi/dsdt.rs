@@ -6,11 +6,15 @@
 //! interrupt is mapped when the ACPI PnP layer reads its `_CRS`. So the
 //! 16550 (8250_pnp takes over the probed ttyS0 and gets IRQ 4) and the
 //! i8042 (found by its PnP ID, its AUX port left alone because no PS/2
-//! mouse is listed) are both here.
+//! mouse is listed) are both here. So is `\_S5_`, the one sleep state
+//! offered: with the FADT's sleep registers it lets the guest power off.
 
 use super::AcpiError;
-use super::aml::{ResourceTemplate, device, eisa_id, eisa_id_object, integer, name, root_scope};
+use super::aml::{
+    ResourceTemplate, device, eisa_id, eisa_id_object, integer, name, package, root_scope,
+};
 use super::sdt::Sdt;
+use crate::devices::acpi_sleep::S5_SLEEP_TYPE;
 
 /// DSDT revision 2: AML integers are 64 bits.
 const REVISION: u8 = 2;
@@ -33,9 +37,11 @@ pub const COM_HID: u32 = eisa_id(*b"PNP0501");
 /// PnP ID of a PS/2 (i8042) keyboard controller.
 pub const KBD_HID: u32 = eisa_id(*b"PNP0303");
 
-/// A DSDT describing COM1 and the i8042 keyboard controller under `\_SB`:
+/// A DSDT offering S5 and describing COM1 and the i8042 keyboard
+/// controller under `\_SB`:
 ///
 /// ```text
+/// Name (\_S5, Package (0x04) { 0x05, Zero, Zero, Zero })
 /// Scope (\_SB) {
 ///     Device (COM1) {
 ///         Name (_HID, EisaId ("PNP0501"))
@@ -86,7 +92,16 @@ pub fn dsdt() -> Result<Vec<u8>, AcpiError> {
         ]
         .concat(),
     )?;
+    // SLP_TYPa, SLP_TYPb and two reserved values, as firmware writes it;
+    // hardware-reduced ACPI only uses SLP_TYPa.
+    let s5 = package(&[
+        integer(u64::from(S5_SLEEP_TYPE)),
+        integer(0),
+        integer(0),
+        integer(0),
+    ])?;
     let mut t = Sdt::new(*b"DSDT", REVISION);
+    t.bytes(&name(*b"_S5_", &s5));
     t.bytes(&root_scope(*b"_SB_", &[com1, kbd].concat())?);
     t.finish()
 }

@@ -19,6 +19,7 @@ use vm_memory::GuestAddress;
 
 use super::AcpiError;
 use super::sdt::Sdt;
+use crate::devices::acpi_sleep::{SLEEP_CONTROL_PORT, SLEEP_STATUS_PORT};
 
 /// Bytes in an ACPI 6.x FADT (through the hypervisor vendor identity).
 pub const FADT_LEN: usize = 276;
@@ -99,6 +100,8 @@ pub const FLAGS_OFFSET: usize = 112;
 pub const RESET_REG_OFFSET: usize = 116;
 /// Offset of X_DSDT.
 pub const X_DSDT_OFFSET: usize = 140;
+/// Offset of SLEEP_CONTROL_REG (SLEEP_STATUS_REG follows it).
+pub const SLEEP_CONTROL_REG_OFFSET: usize = 244;
 
 /// A FADT for a hardware-reduced platform whose DSDT is at `dsdt_addr`.
 pub fn fadt(dsdt_addr: GuestAddress) -> Result<Vec<u8>, AcpiError> {
@@ -143,13 +146,16 @@ pub fn fadt(dsdt_addr: GuestAddress) -> Result<Vec<u8>, AcpiError> {
     t.u64(0); // X_FIRMWARE_CTRL: no FACS
     debug_assert_eq!(t.len(), X_DSDT_OFFSET);
     t.u64(dsdt_addr.0);
-    for _ in 0..10 {
+    for _ in 0..8 {
         // X_PM1a/b event, X_PM1a/b control, X_PM2 control, X_PM timer,
-        // X_GPE0, X_GPE1 blocks, sleep control and sleep status registers:
-        // none. With no sleep control register and no \_S5 the guest
-        // cannot power itself off over ACPI; it halts (see the docs).
+        // X_GPE0, X_GPE1 blocks: none.
         t.bytes(&[0; 12]);
     }
+    // The sleep registers: with them and the DSDT's \_S5_ the guest can
+    // power itself off (Linux requires both addresses, not just control).
+    debug_assert_eq!(t.len(), SLEEP_CONTROL_REG_OFFSET);
+    gas_io_byte(&mut t, SLEEP_CONTROL_PORT);
+    gas_io_byte(&mut t, SLEEP_STATUS_PORT);
     t.u64(0); // hypervisor vendor identity: none claimed
     debug_assert_eq!(t.len(), FADT_LEN);
     t.finish()
@@ -202,7 +208,14 @@ mod tests {
         );
         // Every PM block, 32-bit and extended, is absent.
         assert!(b[56..88].iter().all(|&x| x == 0));
-        assert!(b[148..268].iter().all(|&x| x == 0));
+        assert!(b[148..SLEEP_CONTROL_REG_OFFSET].iter().all(|&x| x == 0));
+        // The sleep control and status registers: byte ports 0x600, 0x601.
+        assert_eq!(
+            &b[SLEEP_CONTROL_REG_OFFSET..SLEEP_CONTROL_REG_OFFSET + 24],
+            &[
+                1, 8, 0, 1, 0, 6, 0, 0, 0, 0, 0, 0, 1, 8, 0, 1, 1, 6, 0, 0, 0, 0, 0, 0
+            ]
+        );
     }
 
     #[test]

@@ -172,6 +172,7 @@ fn check_dsdt(dir: &Path, ours: &[u8]) {
     let dsl =
         disassemble(dir, "dsdt", ours).unwrap_or_else(|e| panic!("dsdt: iasl -d complained:\n{e}"));
     for expected in [
+        "Name (_S5, Package (0x04)",
         "Scope (\\_SB)",
         "Device (COM1)",
         "EisaId (\"PNP0501\")",
@@ -220,7 +221,9 @@ fn the_acpica_check_rejects_a_bad_checksum_and_bad_aml() {
     assert!(err.contains("Incorrect checksum"), "{err}");
 
     let mut dsdt = table(b"DSDT").bytes.clone();
-    dsdt[HEADER_LEN + 1] = 0x30; // a PkgLength that ends mid-name
+    // The \\_SB scope's PkgLength, made to end mid-name.
+    let scope = HEADER_LEN + dsdt[HEADER_LEN..].iter().position(|&b| b == 0x10).unwrap();
+    dsdt[scope + 1] = 0x30;
     dsdt[CHECKSUM_OFFSET] = 0;
     dsdt[CHECKSUM_OFFSET] = checksum(&dsdt);
     assert!(disassemble(&scratch.0, "badaml", &dsdt).is_err());

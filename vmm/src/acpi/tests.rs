@@ -190,8 +190,8 @@ fn layout_is_the_one_the_module_doc_gives() {
                 (b"RSD ", 0xe_0000, 36),
                 (b"XSDT", 0xe_0030, 52),
                 (b"FACP", 0xe_0070, 276),
-                (b"DSDT", 0xe_0190, 136),
-                (b"APIC", 0xe_0220, madt_len),
+                (b"DSDT", 0xe_0190, 149),
+                (b"APIC", 0xe_0230, madt_len),
             ]
         );
     }
@@ -309,6 +309,7 @@ enum Aml {
 enum AmlValue {
     Integer(u64),
     Buffer(Vec<u8>),
+    Package(Vec<AmlValue>),
 }
 
 /// Decodes a TermList that must fill `b` exactly.
@@ -393,6 +394,18 @@ fn decode_value(b: &[u8]) -> (AmlValue, usize) {
             "BufferSize matches its bytes"
         );
         (AmlValue::Buffer(body[n..].to_vec()), 1 + total)
+    } else if b[0] == 0x12 {
+        let (total, pl) = decode::pkg_length(&b[1..]);
+        let body = &b[1 + pl..1 + total];
+        let mut elements = vec![];
+        let mut at = 1;
+        while at < body.len() {
+            let (e, n) = decode_value(&body[at..]);
+            elements.push(e);
+            at += n;
+        }
+        assert_eq!(elements.len(), usize::from(body[0]), "NumElements");
+        (AmlValue::Package(elements), 1 + total)
     } else {
         let (v, n) = decode_integer(b);
         (AmlValue::Integer(v), n)
@@ -446,9 +459,19 @@ fn dsdt_aml_decodes_to_com1_and_the_i8042_under_sb() {
     let dsdt = walk(&mem).dsdt.1;
     assert_eq!(dsdt[8], 2, "DSDT revision 2: 64-bit integers");
     let terms = decode_terms(&dsdt[HEADER_LEN..]);
-    let [Aml::Scope(scope, devices)] = &terms[..] else {
-        panic!("one root scope expected, got {terms:?}");
+    let [Aml::Name(s5, s5_value), Aml::Scope(scope, devices)] = &terms[..] else {
+        panic!("\\_S5_ and one root scope expected, got {terms:?}");
     };
+    assert_eq!(s5, "_S5_");
+    assert_eq!(
+        *s5_value,
+        AmlValue::Package(vec![
+            AmlValue::Integer(5),
+            AmlValue::Integer(0),
+            AmlValue::Integer(0),
+            AmlValue::Integer(0)
+        ])
+    );
     assert_eq!(scope, "\\_SB_");
     let [Aml::Device(com, com_body), Aml::Device(kbd, kbd_body)] = &devices[..] else {
         panic!("two devices expected, got {devices:?}");

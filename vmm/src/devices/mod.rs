@@ -1,7 +1,9 @@
 //! Devices the VMM emulates for its guests: the hypercall port of payload
 //! guests, and for Linux guests a serial console, an i8042 (for its reset
-//! line) and the port I/O bus that routes their exits.
+//! line), the ACPI sleep registers (for poweroff) and the port I/O bus
+//! that routes their exits.
 
+pub mod acpi_sleep;
 pub mod console;
 pub mod hypercall;
 pub mod i8042;

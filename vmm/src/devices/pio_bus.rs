@@ -1,5 +1,6 @@
 //! The port I/O a Linux guest's vCPU exits bring to the VMM: COM1
-//! (0x3f8..=0x3ff) and the i8042 (0x60, 0x64). The PIC, PIT and speaker
+//! (0x3f8..=0x3ff), the i8042 (0x60, 0x64) and the ACPI sleep control and
+//! status registers (0x600, 0x601). The PIC, PIT and speaker
 //! port live in KVM. Every other port reads as all ones (nothing there)
 //! and ignores writes, as on a PC with the slot empty; an access of an
 //! unusual width to a device port is treated the same. Nothing a guest
@@ -7,6 +8,7 @@
 
 use std::sync::{Mutex, PoisonError};
 
+use super::acpi_sleep::{self, SLEEP_CONTROL_PORT, SLEEP_STATUS_PORT};
 use super::i8042::I8042;
 use super::serial::SerialConsole;
 
@@ -28,6 +30,8 @@ pub enum PioOutcome {
     Continue,
     /// The guest asked for a CPU reset: end the VM.
     Reset,
+    /// The guest entered ACPI S5: end the VM.
+    PowerOff,
 }
 
 /// The Linux guest's port devices.
@@ -40,6 +44,8 @@ pub struct PioBus {
 enum Device {
     Serial(u8),
     I8042(u8),
+    SleepControl,
+    SleepStatus,
     None,
 }
 
@@ -52,6 +58,8 @@ fn device(port: u16, width: usize) -> Device {
             Device::Serial((p - SERIAL_BASE) as u8)
         }
         I8042_DATA | I8042_COMMAND => Device::I8042((port - I8042_DATA) as u8),
+        SLEEP_CONTROL_PORT => Device::SleepControl,
+        SLEEP_STATUS_PORT => Device::SleepStatus,
         _ => Device::None,
     }
 }
@@ -79,6 +87,8 @@ impl PioBus {
         let value = match device(port, data.len()) {
             Device::Serial(offset) => self.serial.read(offset),
             Device::I8042(offset) => self.i8042().read(offset),
+            // Nothing to report: the guest never sleeps, so never wakes.
+            Device::SleepControl | Device::SleepStatus => 0,
             Device::None => {
                 data.fill(0xff);
                 return;
@@ -96,7 +106,11 @@ impl PioBus {
                     return PioOutcome::Reset;
                 }
             }
-            Device::None => {}
+            Device::SleepControl if acpi_sleep::is_power_off(data[0]) => {
+                return PioOutcome::PowerOff;
+            }
+            // Clearing WAK_STS, or a sleep state the DSDT does not offer.
+            Device::SleepControl | Device::SleepStatus | Device::None => {}
         }
         PioOutcome::Continue
     }
@@ -149,6 +163,20 @@ mod tests {
         // Empty accesses (KVM never sends them) are harmless too.
         bus.read(0x3f8, &mut []);
         assert_eq!(bus.write(0x64, &[]), PioOutcome::Continue);
+    }
+
+    #[test]
+    fn acpi_s5_powers_off_and_other_sleep_writes_do_not() {
+        let (bus, _) = bus();
+        // ACPICA clears WAK_STS first, then writes SLP_TYP(5) | SLP_EN.
+        assert_eq!(bus.write(0x601, &[0x80]), PioOutcome::Continue);
+        assert_eq!(bus.write(0x600, &[5 << 2]), PioOutcome::Continue);
+        assert_eq!(bus.write(0x600, &[(3 << 2) | 0x20]), PioOutcome::Continue);
+        assert_eq!(bus.write(0x600, &[0x34, 0, 0, 0]), PioOutcome::Continue);
+        assert_eq!(bus.write(0x600, &[0x34]), PioOutcome::PowerOff);
+        let mut status = [0xff];
+        bus.read(0x601, &mut status);
+        assert_eq!(status, [0]);
     }
 
     #[test]
