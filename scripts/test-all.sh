@@ -6,9 +6,10 @@ cd "$(dirname "$0")/.."
 
 log() { printf '\n==> %s\n' "$*"; }
 
-# Debian packages the suites need (none beyond the build toolchain yet; the
-# Linux boot tests fetch a Debian kernel with scripts/debian-kernel.sh, the
-# tiered-host suite will add qemu).
+# Debian packages the suites need: the build toolchain, acpica-tools, and
+# for the tiered host qemu-system-x86, busybox-static and cpio. The Linux
+# boot tests and the tiered host fetch a Debian kernel with
+# scripts/debian-kernel.sh.
 need_pkgs=()
 command -v cc >/dev/null || need_pkgs+=(gcc)
 command -v git >/dev/null || need_pkgs+=(git)
@@ -22,6 +23,18 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     apt-get install -y -qq "${need_pkgs[@]}"
+fi
+# The tiered host (tests/nested): QEMU, a static busybox and cpio, without
+# the GUI packages QEMU recommends.
+nested_pkgs=()
+command -v qemu-system-x86_64 >/dev/null || nested_pkgs+=(qemu-system-x86)
+{ [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; } || nested_pkgs+=(busybox-static)
+command -v cpio >/dev/null || nested_pkgs+=(cpio)
+if [ ${#nested_pkgs[@]} -gt 0 ]; then
+    log "installing ${nested_pkgs[*]} (tiered-host tests)"
+    export DEBIAN_FRONTEND=noninteractive
+    [ ${#need_pkgs[@]} -gt 0 ] || apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${nested_pkgs[@]}"
 fi
 if ! command -v cargo >/dev/null; then
     echo "error: cargo (Rust toolchain) is required: https://rustup.rs" >&2
@@ -72,3 +85,8 @@ cargo test --workspace --locked -- --test-threads=2
 
 log "API contract test (schemathesis against a live tiervisor serve)"
 scripts/api-contract.sh
+
+log "tiered host (QEMU with NUMA, HMAT and device-DAX): build and scenarios"
+TIERVISOR_NESTED_DIR=$(tests/nested/build.sh)
+TIERVISOR_NESTED_DIR=$TIERVISOR_NESTED_DIR \
+    cargo test --locked -p tiered-host --test scenarios -- --test-threads=1

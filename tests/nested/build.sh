@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Builds the tiered host's artifacts under target/nested/ and prints that
+# directory's path on stdout:
+#
+#   bzImage        the Debian cloud kernel (scripts/debian-kernel.sh), for
+#                  the host and for its Linux guest
+#   host.cpio.gz   the host's initramfs: busybox (busybox-static), the
+#                  kernel's KVM and NVDIMM/DAX modules, statically linked
+#                  tiervisor and tierbench built from this checkout, the
+#                  scenarios (tests/nested/host, tests/nested/scenarios),
+#                  and the guest's kernel and initramfs
+#   guest.cpio.gz  the Linux guest's initramfs: the static guest-init
+#                  (tests/nested/src/bin/guest-init) as /init
+#
+# Reproducible and cached: cargo rebuilds the binaries when sources
+# change; each archive is packed from a staged tree with fixed mtimes and
+# owners (cpio --reproducible, gzip -n) and replaces the old one only when
+# its bytes differ.
+#
+# Usage: tests/nested/build.sh        (scripts/test-all.sh calls it)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+out=$root/target/nested
+target=x86_64-unknown-linux-gnu
+
+log() { printf 'nested-build: %s\n' "$*" >&2; }
+die() {
+	log "error: $*"
+	exit 1
+}
+
+for tool in cpio gzip objcopy; do
+	command -v "$tool" >/dev/null || die "$tool not found (scripts/test-all.sh installs it)"
+done
+busybox=/bin/busybox
+[ -x "$busybox" ] && ! ldd "$busybox" >/dev/null 2>&1 ||
+	die "$busybox is missing or not static: install busybox-static"
+
+vmlinuz=$(scripts/debian-kernel.sh) || die "cannot fetch the Debian cloud kernel"
+kpkg=$(dirname "$(dirname "$vmlinuz")")
+modules=("$kpkg"/lib/modules/*/kernel)
+[ -d "${modules[0]}" ] || die "no modules in $kpkg"
+
+mkdir -p "$out"
+log "static tiervisor, tierbench and guest-init (release, crt-static)"
+RUSTFLAGS="-C target-feature=+crt-static" CARGO_TARGET_DIR=$out/cargo \
+	cargo build --release --locked --quiet --target "$target" \
+	-p vmm --bin tiervisor -p bench --bin tierbench -p tiered-host --bin guest-init
+bin=$out/cargo/$target/release
+
+# Packs directory $1 into the gzipped newc archive $2, replacing $2 only
+# when the bytes differ.
+pack() {
+	local stage=$1 archive=$2
+	find "$stage" -exec touch -h -d @0 {} +
+	(cd "$stage" && find . -print0 | LC_ALL=C sort -z |
+		cpio --null -o -H newc --reproducible --owner=0:0 --quiet) |
+		gzip -n -1 >"$archive.new"
+	if cmp -s "$archive.new" "$archive"; then
+		rm "$archive.new"
+	else
+		mv "$archive.new" "$archive"
+		log "packed ${archive##*/} ($(du -k "$archive" | cut -f1) KiB)"
+	fi
+}
+
+stage=$(mktemp -d "$out/.stage.XXXXXX")
+trap 'rm -rf "$stage"' EXIT
+
+# The guest: /init and a console node (the kernel opens /dev/console
+# before init runs, so it must exist in the archive).
+mkdir -p "$stage/guest/dev"
+objcopy --strip-debug "$bin/guest-init" "$stage/guest/init"
+mknod -m 600 "$stage/guest/dev/console" c 5 1
+pack "$stage/guest" "$out/guest.cpio.gz"
+
+cp "$vmlinuz" "$out/bzImage.new"
+cmp -s "$out/bzImage.new" "$out/bzImage" && rm "$out/bzImage.new" || mv "$out/bzImage.new" "$out/bzImage"
+
+# The host.
+h=$stage/host
+mkdir -p "$h/bin" "$h/lib/modules" "$h/nested/scenarios" "$h/guest" "$h/dev"
+cp "$busybox" "$h/bin/busybox"
+for b in tiervisor tierbench; do
+	objcopy --strip-debug "$bin/$b" "$h/bin/$b"
+done
+for m in virt/lib/irqbypass arch/x86/kvm/kvm arch/x86/kvm/kvm-amd \
+	drivers/nvdimm/libnvdimm drivers/acpi/nfit/nfit drivers/nvdimm/nd_btt \
+	drivers/nvdimm/nd_pmem drivers/dax/device_dax drivers/dax/dax_pmem drivers/dax/kmem; do
+	cp "${modules[0]}/$m.ko" "$h/lib/modules/" || die "module $m.ko missing from $kpkg"
+done
+cp tests/nested/host/init "$h/init"
+cp tests/nested/host/lib.sh "$h/nested/"
+cp tests/nested/scenarios/*.sh "$h/nested/scenarios/"
+cp "$out/bzImage" "$h/guest/bzImage"
+cp "$out/guest.cpio.gz" "$h/guest/initramfs.cpio.gz"
+mknod -m 600 "$h/dev/console" c 5 1
+pack "$h" "$out/host.cpio.gz"
+
+echo "$out"

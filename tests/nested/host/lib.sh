@@ -1,0 +1,78 @@
+# Helpers for the tiered host's scenario scripts (sourced by /init and
+# by each scenario). Every line meant for the test runner starts with
+# "@@nested "; see tests/nested/src/console.rs for the grammar.
+
+# Prints a fact: "@@nested fact KEY VALUE...".
+fact() {
+	echo "@@nested fact $*"
+}
+
+# Prints FILE between begin/end markers named NAME, so the test runner
+# can take it out of the console log whole.
+dump() {
+	echo "@@nested begin $1"
+	cat "$2" 2>&1
+	echo
+	echo "@@nested end $1"
+}
+
+# The value of KEY=VALUE on the kernel command line, or $2.
+cmdline_value() {
+	v=$(sed -n "s/.*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" /proc/cmdline)
+	echo "${v:-$2}"
+}
+
+# The host's view of its memory: nodes, kernel memory tiers, HMAT
+# latencies and SLIT distances.
+host_facts() {
+	fact nodes-with-memory "$(cat /sys/devices/system/node/has_memory)"
+	for t in /sys/devices/virtual/memory_tiering/memory_tier*; do
+		[ -e "$t/nodelist" ] && fact memory-tier "${t##*/}" "$(cat "$t/nodelist")"
+	done
+	for n in /sys/devices/system/node/node[0-9]*; do
+		fact node "${n##*/}" \
+			"read-latency=$(cat "$n/access0/initiators/read_latency" 2>/dev/null || echo none)" \
+			"distance=$(cat "$n/distance" | tr ' ' ,)"
+	done
+}
+
+# Turns the NVDIMM's label-less namespace0.0 into device-DAX /dev/dax0.0
+# with 2 MiB alignment, through libnvdimm's sysfs (what
+# `ndctl create-namespace -m devdax -e namespace0.0` does).
+make_devdax() {
+	nd=/sys/bus/nd/devices
+	dax=$(cat $nd/region0/dax_seed) || return 1
+	echo namespace0.0 >/sys/bus/nd/drivers/nd_pmem/unbind || return 1
+	cat /proc/sys/kernel/random/uuid >"$nd/$dax/uuid" || return 1
+	echo pmem >"$nd/$dax/mode" || return 1
+	echo 2097152 >"$nd/$dax/align" || return 1
+	echo namespace0.0 >"$nd/$dax/namespace" || return 1
+	echo "$dax" >/sys/bus/nd/drivers/dax_pmem/bind || return 1
+	for d in /sys/bus/dax/devices/*; do
+		fact dax "${d##*/}" "size=$(cat "$d/size")" "align=$(cat "$d/align")" \
+			"target-node=$(cat "$d/target_node")"
+	done
+}
+
+# Runs tiervisor with "$@" (plus --report-json), in the background so
+# that /proc/PID/numa_maps can be sampled while it runs; sets the debug
+# corruption switch when the command line asks for it (tiervisor.corrupt=N).
+# Prints its exit code and its JSON report.
+run_tiervisor() {
+	corrupt=$(cmdline_value tiervisor.corrupt 0)
+	if [ "$corrupt" != 0 ]; then
+		export TIERVISOR_DEBUG_CORRUPT_PROMOTIONS=$corrupt
+	fi
+	/bin/tiervisor run --report-json /tmp/report.json "$@" >/tmp/tiervisor.out 2>&1 &
+	pid=$!
+	sleep "${SAMPLE_AFTER:-4}"
+	if [ -e "/proc/$pid/numa_maps" ]; then
+		grep -i memfd "/proc/$pid/numa_maps" >/tmp/numa_maps
+		dump numa-maps /tmp/numa_maps
+	fi
+	wait "$pid"
+	rc=$?
+	dump tiervisor-output /tmp/tiervisor.out
+	dump report /tmp/report.json
+	echo "@@nested rc $rc"
+}

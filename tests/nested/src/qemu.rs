@@ -1,0 +1,219 @@
+//! Starting the tiered host under QEMU for one scenario and collecting its
+//! serial console.
+//!
+//! The machine (see `docs/testing.md`): TCG with `qemu64,+svm,+npt` (KVM
+//! inside works through nested SVM with NPT), 2 vCPUs, 2 GiB in two NUMA
+//! nodes of 1 GiB (node 1 CPU-less, 80 ns / 20 GB/s vs 250 ns / 8 GB/s in
+//! its HMAT, roughly DRAM vs CXL), and a 512 MiB NVDIMM on node 1 backed
+//! by a sparse file, which the devdax scenario turns into `/dev/dax0.0`.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+
+use crate::console::Console;
+
+/// The QEMU binary.
+const QEMU: &str = "qemu-system-x86_64";
+/// Bytes of the emulated NVDIMM.
+const PMEM_BYTES: u64 = 512 << 20;
+
+/// Why a scenario produced no console log to judge.
+#[derive(Debug, Error)]
+pub enum HostError {
+    /// An artifact of `tests/nested/build.sh` is missing.
+    #[error("{0} is missing: run tests/nested/build.sh")]
+    MissingArtifact(PathBuf),
+    /// QEMU could not be started.
+    #[error("cannot start {QEMU} (install qemu-system-x86; scripts/test-all.sh does)")]
+    Spawn(#[source] io::Error),
+    /// Scratch files could not be made or read.
+    #[error("{what}")]
+    Io {
+        /// What failed.
+        what: String,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The scenario ran past its time limit; the log so far is attached.
+    #[error("scenario {scenario} ran past {secs} s; console tail:\n{tail}")]
+    TimedOut {
+        /// The scenario.
+        scenario: String,
+        /// Its limit.
+        secs: u64,
+        /// The last lines of its console.
+        tail: String,
+    },
+}
+
+/// One scenario run.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The script under `tests/nested/scenarios/` (without `.sh`).
+    pub name: String,
+    /// More `KEY=VALUE` words for the host's kernel command line (e.g.
+    /// `tiervisor.corrupt=1`).
+    pub cmdline: Vec<String>,
+    /// Time allowed from QEMU's start to its exit.
+    pub timeout: Duration,
+}
+
+impl Scenario {
+    /// Scenario `name` with a limit of `secs` seconds.
+    pub fn new(name: &str, secs: u64) -> Self {
+        Scenario {
+            name: name.to_owned(),
+            cmdline: Vec::new(),
+            timeout: Duration::from_secs(secs),
+        }
+    }
+
+    /// Adds `word` to the host's kernel command line.
+    pub fn with(mut self, word: &str) -> Self {
+        self.cmdline.push(word.to_owned());
+        self
+    }
+
+    /// A name for its files: the scenario and its extra words.
+    fn label(&self) -> String {
+        let mut label = self.name.clone();
+        for w in &self.cmdline {
+            label.push('-');
+            label.extend(w.chars().map(|c| if c.is_alphanumeric() { c } else { '_' }));
+        }
+        label
+    }
+}
+
+/// The built tiered host: `bzImage` and `host.cpio.gz` in a directory.
+#[derive(Debug, Clone)]
+pub struct TieredHost {
+    dir: PathBuf,
+}
+
+impl TieredHost {
+    /// The host whose artifacts `tests/nested/build.sh` put in `dir`.
+    pub fn new(dir: &Path) -> Result<Self, HostError> {
+        for name in ["bzImage", "host.cpio.gz"] {
+            let path = dir.join(name);
+            if !path.is_file() {
+                return Err(HostError::MissingArtifact(path));
+            }
+        }
+        Ok(TieredHost {
+            dir: dir.to_owned(),
+        })
+    }
+
+    /// Where the console log of `scenario` goes.
+    pub fn log_path(&self, scenario: &Scenario) -> PathBuf {
+        self.dir
+            .join("logs")
+            .join(format!("{}.log", scenario.label()))
+    }
+
+    /// Boots the host, runs `scenario` and returns its console once QEMU
+    /// exits (the host powers off after the scenario).
+    pub fn run(&self, scenario: &Scenario) -> Result<Console, HostError> {
+        let io = |what: String| move |source| HostError::Io { what, source };
+        let log = self.log_path(scenario);
+        let scratch = self.dir.join("run").join(scenario.label());
+        fs::create_dir_all(log.parent().unwrap_or(&self.dir))
+            .map_err(io(format!("create {}", self.dir.display())))?;
+        fs::create_dir_all(&scratch).map_err(io(format!("create {}", scratch.display())))?;
+        let pmem = scratch.join("pmem0.img");
+        // A fresh, sparse NVDIMM each run: no DAX info block from before.
+        let _ = fs::remove_file(&pmem);
+        fs::File::create(&pmem)
+            .and_then(|f| f.set_len(PMEM_BYTES))
+            .map_err(io(format!("create {}", pmem.display())))?;
+        let _ = fs::remove_file(&log);
+
+        let mut append = format!("console=ttyS0 quiet tiervisor.scenario={}", scenario.name);
+        for w in &scenario.cmdline {
+            append.push(' ');
+            append.push_str(w);
+        }
+        let mut cmd = Command::new(QEMU);
+        cmd.args(["-accel", "tcg,thread=multi", "-cpu", "qemu64,+svm,+npt"])
+            .args(["-smp", "2", "-machine", "pc,nvdimm=on,hmat=on"])
+            .args(["-m", "2G,slots=2,maxmem=3G"])
+            .args(["-object", "memory-backend-ram,id=m0,size=1G"])
+            .args(["-object", "memory-backend-ram,id=m1,size=1G"])
+            .args(["-numa", "node,nodeid=0,memdev=m0,cpus=0-1,initiator=0"])
+            .args(["-numa", "node,nodeid=1,memdev=m1,initiator=0"]);
+        for (target, latency, bandwidth) in [(0, 80, "20G"), (1, 250, "8G")] {
+            let lb = format!("hmat-lb,initiator=0,target={target},hierarchy=memory");
+            cmd.args([
+                "-numa",
+                &format!("{lb},data-type=access-latency,latency={latency}"),
+            ])
+            .args([
+                "-numa",
+                &format!("{lb},data-type=access-bandwidth,bandwidth={bandwidth}"),
+            ]);
+        }
+        cmd.args([
+            "-object",
+            &format!(
+                "memory-backend-file,id=nvm0,share=on,mem-path={},size={PMEM_BYTES},align=2M",
+                pmem.display()
+            ),
+        ])
+        .args(["-device", "nvdimm,id=nv0,memdev=nvm0,node=1"])
+        .arg("-kernel")
+        .arg(self.dir.join("bzImage"))
+        .arg("-initrd")
+        .arg(self.dir.join("host.cpio.gz"))
+        .args(["-append", &append])
+        .args(["-display", "none", "-monitor", "none", "-no-reboot"])
+        .arg("-serial")
+        .arg(format!("file:{}", log.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+        let mut child = cmd.spawn().map_err(HostError::Spawn)?;
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().map_err(io("wait for qemu".to_owned()))? {
+                break Some(status);
+            }
+            if started.elapsed() > scenario.timeout {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            thread::sleep(Duration::from_millis(200));
+        };
+        let text = fs::read_to_string(&log).unwrap_or_default();
+        let console = Console::parse(&text);
+        match status {
+            None => Err(HostError::TimedOut {
+                scenario: scenario.label(),
+                secs: scenario.timeout.as_secs(),
+                tail: console.tail(60),
+            }),
+            Some(status) if !status.success() => {
+                let mut stderr = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = io::Read::read_to_string(&mut e, &mut stderr);
+                }
+                Err(HostError::Io {
+                    what: format!("qemu exited with {status}: {}", stderr.trim()),
+                    source: io::Error::other("qemu failed"),
+                })
+            }
+            Some(_) => {
+                let _ = fs::remove_dir_all(&scratch);
+                Ok(console)
+            }
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! The tiered-host scenarios (`docs/testing.md`): each boots the QEMU
+//! host built by `tests/nested/build.sh`, runs one scenario script there
+//! and judges what came back over its serial console. A failure shows the
+//! console's tail; the whole log is under `target/nested/logs/`.
+//!
+//! Needs `TIERVISOR_NESTED_DIR` (the build script's output directory;
+//! `scripts/test-all.sh` sets it); without it each test says so and
+//! passes. The scenarios run one at a time: each QEMU keeps both cores
+//! busy.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use tiered_host::{Console, Scenario, TieredHost};
+
+/// One QEMU at a time.
+static ONE_HOST: Mutex<()> = Mutex::new(());
+
+/// Runs `scenario`, or `None` when no tiered host is configured.
+fn run(test: &str, scenario: Scenario) -> Option<Console> {
+    let Some(dir) = std::env::var_os("TIERVISOR_NESTED_DIR") else {
+        eprintln!("{test}: skipped: set TIERVISOR_NESTED_DIR (scripts/test-all.sh does)");
+        return None;
+    };
+    let _one = ONE_HOST.lock().unwrap_or_else(|e| e.into_inner());
+    let host = TieredHost::new(&PathBuf::from(dir)).unwrap();
+    let log = host.log_path(&scenario);
+    let console = host
+        .run(&scenario)
+        .unwrap_or_else(|e| panic!("{test}: {e}\n(log: {})", log.display()));
+    assert!(
+        console.done && console.errors.is_empty(),
+        "{test}: the scenario did not finish: {:?}\n{}",
+        console.errors,
+        console.tail(80)
+    );
+    Some(console)
+}
+
+/// Panics with the console's tail unless `ok`.
+fn check(ok: bool, what: &str, console: &Console) {
+    assert!(ok, "{what}\n--- console tail ---\n{}", console.tail(80));
+}
+
+/// The run ended well, the engine moved frames both ways (when `moves`),
+/// and the placement check passed; returns the check.
+fn tiered_run_passed(console: &Console, moves: bool) -> Value {
+    check(console.rc == Some(0), "tiervisor failed", console);
+    let report = console.report();
+    check(report.is_some(), "no JSON report", console);
+    let report = report.unwrap_or_else(|| unreachable!());
+    let (promoted, demoted) = report.moved_bytes();
+    check(
+        !moves || (promoted > 0 && demoted > 0),
+        &format!("the engine must move frames both ways: {promoted} B up, {demoted} B down"),
+        console,
+    );
+    let placement = report.placement_check().cloned();
+    check(placement.is_some(), "no placement check", console);
+    let placement = placement.unwrap_or_default();
+    check(
+        placement["backing_error"].is_null() && placement["leaked_slots"] == 0,
+        &format!("placement map and backing disagree: {placement}"),
+        console,
+    );
+    placement
+}
+
+#[test]
+fn numa_tiers_move_with_the_kernel_migrator() {
+    let Some(console) = run("numa", Scenario::new("numa", 300)) else {
+        return;
+    };
+    check(
+        console.facts("nodes-with-memory") == ["0-1"],
+        "the host must have two memory nodes",
+        &console,
+    );
+    let placement = tiered_run_passed(&console, true);
+    // Neither tier named a node: tiervisor ranked them (HMAT: node 0 is
+    // 80 ns, node 1 250 ns) and put DRAM on 0, CXL on 1.
+    let tiers = placement["numa"].as_array().cloned().unwrap_or_default();
+    let node_of = |name: &str| {
+        tiers
+            .iter()
+            .find(|t| t["tier"] == name)
+            .map(|t| t["node"].clone())
+    };
+    check(
+        node_of("dram") == Some(0.into()) && node_of("cxl") == Some(1.into()),
+        &format!("tiers on the wrong nodes: {tiers:?}"),
+        &console,
+    );
+    for t in &tiers {
+        let node = t["node"].to_string();
+        check(
+            t["misplaced_pages"] == 0
+                && t["query_error"].is_null()
+                && t["pages_by_node"][&node].as_u64().unwrap_or(0) > 0,
+            &format!(
+                "move_pages says tier {} is not on node {node}: {t}",
+                t["tier"]
+            ),
+            &console,
+        );
+    }
+    // The kernel's own accounting while the guest ran: guest pages on
+    // both nodes.
+    let maps = console.blocks.get("numa-maps").cloned().unwrap_or_default();
+    check(
+        maps.contains("N0=") && maps.contains("N1="),
+        &format!("numa_maps shows pages on one node only: {maps}"),
+        &console,
+    );
+}
+
+/// A device-DAX tier holds guest frames and their data; the remap
+/// migrators refuse it up front (userfaultfd cannot register DAX
+/// mappings), naming the tier.
+#[test]
+fn a_device_dax_tier_holds_frames_and_remap_refuses_it_clearly() {
+    let Some(console) = run("devdax", Scenario::new("devdax", 300)) else {
+        return;
+    };
+    let dax = console.facts("dax");
+    check(
+        dax.iter().any(|d| d.contains("align=2097152")),
+        &format!("no 2 MiB-aligned device-DAX: {dax:?}"),
+        &console,
+    );
+    let refusal = console
+        .blocks
+        .get("remap-refusal")
+        .cloned()
+        .unwrap_or_default();
+    check(
+        console.facts("remap-rc") == ["2"]
+            && refusal
+                .contains("tier 'pmem' is device-DAX, which userfaultfd cannot write-protect"),
+        &format!("remap over device-DAX must be refused at setup: {refusal}"),
+        &console,
+    );
+    let report = console.report().unwrap_or_else(|| panic!("no report"));
+    let pmem_used = report.0["tiers"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "pmem"))
+        .and_then(|t| t["used_frames"].as_u64())
+        .unwrap_or(0);
+    check(
+        pmem_used > 0,
+        "interleaved placement put no frame on the device-DAX tier",
+        &console,
+    );
+    tiered_run_passed(&console, false);
+}
+
+#[test]
+fn a_linux_guest_boots_verifies_its_data_and_powers_off() {
+    let Some(console) = run("linux", Scenario::new("linux", 600)) else {
+        return;
+    };
+    let guest = console.guest_lines();
+    check(
+        guest.iter().any(|l| l.starts_with("result=pass")),
+        &format!(
+            "the guest's data check did not pass: {guest:?}\n--- guest console ---\n{}",
+            console
+                .blocks
+                .get("guest-console")
+                .map_or("", String::as_str)
+        ),
+        &console,
+    );
+    check(console.rc == Some(0), "tiervisor failed", &console);
+    let report = console.report().unwrap_or_else(|| panic!("no report"));
+    check(
+        report.end_kind() == Some("power-off"),
+        &format!("the guest must power off: {:?}", report.end_kind()),
+        &console,
+    );
+    let (promoted, demoted) = report.moved_bytes();
+    check(
+        promoted + demoted > 0,
+        "tiering moved none of the guest's frames",
+        &console,
+    );
+}
+
+/// The debug switch (`TIERVISOR_DEBUG_CORRUPT_PROMOTIONS`) garbles the
+/// first promoted frame; the guest's data check must catch it and
+/// tiervisor must fail.
+#[test]
+fn a_corrupted_frame_is_caught_by_the_data_check() {
+    let name = "numa";
+    let Some(console) = run(
+        "corrupt",
+        Scenario::new(name, 300).with("tiervisor.corrupt=1"),
+    ) else {
+        return;
+    };
+    let out = console
+        .blocks
+        .get("tiervisor-output")
+        .cloned()
+        .unwrap_or_default();
+    check(
+        out.contains("corrupted promoted frame"),
+        &format!("{name}: the switch corrupted nothing"),
+        &console,
+    );
+    check(
+        console.rc.is_some_and(|rc| rc != 0),
+        &format!("{name}: tiervisor passed a corrupted guest"),
+        &console,
+    );
+    let end = console.report().map(|r| r.0["end"].clone());
+    check(
+        end.as_ref()
+            .is_some_and(|e| e["kind"] == "guest-exit" && e["code"] == 1),
+        &format!("{name}: the guest's data check must fail it (exit 1): {end:?}"),
+        &console,
+    );
+}
