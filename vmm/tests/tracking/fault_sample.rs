@@ -66,7 +66,7 @@ fn fault_sample_keeps_tracking_while_frames_migrate() {
     for migrator in [MigratorKind::Remap, MigratorKind::RemapPrecopy] {
         let mut r = sampled_run(HOTSET, TrackerKind::FaultSample, TopK::Fixed(16));
         r.migrator = migrator;
-        // A lighter load than the dirty-log test's 8 frames per 10 ms:
+        // A lighter load than the dirty-log test's 4 frames per 20 ms:
         // the sampler's watch windows are wall-clock time, and writers
         // stalled on moving frames touch nothing meanwhile.
         (r.batch, r.move_every) = (2, Duration::from_millis(40));
