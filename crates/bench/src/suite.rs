@@ -79,7 +79,7 @@ impl Suite {
                  a phase shift, bytes migrated"
             }
             Suite::Workloads => {
-                "workloads: bounds, first-touch and the engine at several DRAM shares, with \
+                "guest workloads: bounds, first-touch and the engine at several DRAM shares, with \
                  modeled DRAM+CXL and DRAM+Optane cost"
             }
         }

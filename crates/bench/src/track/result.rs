@@ -522,9 +522,20 @@ pub fn format_interval(interval_ms: Option<u64>) -> String {
     interval_ms.map_or_else(|| "—".to_owned(), |ms| format!("{ms} ms"))
 }
 
-/// `1.2%`, `-0.4%`, or `—`.
+/// `1.2%`, `-0.4%`, or `—`; a share that rounds to zero is `0.0%`,
+/// whatever its sign.
 pub fn format_percent(share: Option<f64>) -> String {
-    share.map_or_else(|| "—".to_owned(), |s| format!("{:.1}%", s * 100.0))
+    share.map_or_else(
+        || "—".to_owned(),
+        |s| {
+            let text = format!("{:.1}%", s * 100.0);
+            if text == "-0.0%" {
+                "0.0%".to_owned()
+            } else {
+                text
+            }
+        },
+    )
 }
 
 /// Microseconds with three significant digits: `0.73 µs`, `41.2 µs`,
@@ -631,6 +642,7 @@ mod tests {
         assert_eq!(format_us(1960.0), "1.96 ms");
         assert_eq!(format_us(f64::NAN), "—");
         assert_eq!(format_percent(Some(-0.004)), "-0.4%");
+        assert_eq!(format_percent(Some(-1e-17)), "0.0%");
         assert_eq!(format_guest(64 << 30), "64 GiB");
         assert_eq!(format_guest(1 << 40), "1 TiB");
     }
