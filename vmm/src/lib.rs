@@ -29,6 +29,7 @@ pub mod vm;
 pub mod vm_engine;
 pub mod vm_linux;
 pub mod vm_trackers;
+pub mod write_stop;
 
 /// An error and its causes on one line, for command-line reports.
 pub fn error_chain(e: &dyn std::error::Error) -> String {

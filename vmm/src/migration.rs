@@ -1,6 +1,7 @@
 //! Which migrator a VM uses and what it needs from the VMM: the userfaultfd
-//! write guard (remap), the KVM dirty log and host write log (pre-copy),
-//! and the copy engine.
+//! write guard (remap), the VM-wide write stop (remap, for device-DAX and
+//! file tiers), the KVM dirty log and host write log (pre-copy), and the
+//! copy engine.
 
 use std::sync::Arc;
 
@@ -10,9 +11,9 @@ use access_track::{DirtyLogError, KvmDirtyLog};
 pub use guest_memory::migrate::MigratorKind;
 use guest_memory::migrate::{
     CombinedDirty, GuardError, GuardOptions, HostWriteLog, KernelError, KernelMigrator,
-    PrecopyConfig, RemapError, RemapMigrator, WriteGuard,
+    PrecopyConfig, RemapError, RemapMigrator, WriteGuard, WriteStop,
 };
-use guest_memory::{BackendKind, Migrator, TieredMemory};
+use guest_memory::{Migrator, TieredMemory};
 use page_copy::{CopyError, EngineSpec, engine_from_spec};
 
 use crate::debug_corruption;
@@ -56,15 +57,6 @@ pub enum MigrationError {
     /// The kernel migrator refused the memory.
     #[error(transparent)]
     Kernel(#[from] KernelError),
-    /// A remap migrator over a device-DAX tier: userfaultfd cannot
-    /// register DAX mappings, so nothing could hold the guest's writes
-    /// while a frame on that tier is copied.
-    #[error(
-        "tier '{0}' is device-DAX, which userfaultfd cannot write-protect: the remap migrators \
-         cannot move its frames (use --migrator none, or online the device as a NUMA node and \
-         use the kernel migrator)"
-    )]
-    DaxNotGuardable(String),
 }
 
 /// A VM's migrator and the parts it keeps alive.
@@ -80,25 +72,29 @@ pub struct MigrationSetup {
 /// dirty log (present when the migrator needs it), `host_writes` the log
 /// VMM threads write guest memory through; `guard` says what the remap
 /// migrators' write guard registers besides write-protection (the VM's
-/// one userfaultfd, which fault sampling shares).
+/// one userfaultfd, which fault sampling shares); `stop` stops the VM's
+/// writers while frames of tiers userfaultfd cannot protect move.
 pub fn build(
     cfg: &MigrationConfig,
     memory: &Arc<TieredMemory>,
     dirty_log: Option<&KvmDirtyLog>,
     host_writes: &Arc<HostWriteLog>,
     guard: GuardOptions,
+    stop: Arc<dyn WriteStop>,
 ) -> Result<Option<MigrationSetup>, MigrationError> {
     let remap = |precopy: Option<PrecopyConfig>| -> Result<MigrationSetup, MigrationError> {
-        if let Some(tier) = memory
-            .tiers()
-            .iter()
-            .find(|t| matches!(t.kind(), BackendKind::DevDax { .. }))
-        {
-            return Err(MigrationError::DaxNotGuardable(tier.name().to_owned()));
-        }
-        let guard = Arc::new(WriteGuard::with_options(memory.regions(), guard)?);
+        // Device-DAX and file mappings cannot be registered: the guard
+        // covers the memfd frames, the stop the others.
+        let ranges = memory.write_protectable_ranges();
+        let guard = Arc::new(WriteGuard::with_options(&ranges, guard)?);
         let engine = engine_from_spec(&cfg.copy_engine)?;
-        let migrator = RemapMigrator::new(memory.clone(), guard.clone(), engine, precopy)?;
+        let migrator = RemapMigrator::with_write_stop(
+            memory.clone(),
+            guard.clone(),
+            engine,
+            precopy,
+            stop.clone(),
+        )?;
         Ok(MigrationSetup {
             migrator: Arc::new(migrator),
             guard: Some(guard),

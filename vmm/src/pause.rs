@@ -1,8 +1,11 @@
 //! The pause gate: a gate every vCPU thread passes before it enters the
 //! guest. Pausing closes it and waits until every live vCPU has parked at
-//! it (a vCPU that has ended counts as parked); resuming opens it. The
-//! gate also keeps the time spent paused, so a VM's timeout can leave it
-//! out.
+//! it (a vCPU that has ended counts as parked); resuming opens it. Two
+//! parties close it independently: the operator (pause / resume, not
+//! nested) and the migrator's write stop (hold / release, nested); the
+//! gate opens when neither holds it, so a migration never resumes a VM
+//! the operator paused. The gate also keeps the time spent closed, so a
+//! VM's timeout can leave it out.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -31,7 +34,10 @@ pub enum PauseError {
 
 #[derive(Debug, Default)]
 struct GateState {
+    /// Paused by the operator.
     paused: bool,
+    /// Write-stop holds not yet released.
+    holds: usize,
     /// vCPU threads waiting at the gate.
     parked: usize,
     /// vCPU threads started and not yet ended.
@@ -48,6 +54,12 @@ pub struct PauseGate {
     closed: AtomicBool,
     state: Mutex<GateState>,
     changed: Condvar,
+}
+
+impl GateState {
+    fn closed(&self) -> bool {
+        self.paused || self.holds > 0
+    }
 }
 
 impl PauseGate {
@@ -77,14 +89,14 @@ impl PauseGate {
             return;
         }
         let mut state = self.lock();
-        if !state.paused || stop.load(Ordering::Acquire) {
+        if !state.closed() || stop.load(Ordering::Acquire) {
             return;
         }
         state.parked += 1;
         self.changed.notify_all();
         // `stop` is read under the lock, and whoever raises it takes the
         // lock before notifying (`wake`): the wake-up cannot be missed.
-        while state.paused && !stop.load(Ordering::Acquire) {
+        while state.closed() && !stop.load(Ordering::Acquire) {
             state = self
                 .changed
                 .wait(state)
@@ -98,15 +110,60 @@ impl PauseGate {
     /// After `limit` without all parked, opens the gate again and fails:
     /// the VM is then exactly as before.
     pub fn pause(&self, kick: &dyn Fn(), limit: Duration) -> Result<(), PauseError> {
+        let started = self.close(|s| s.paused = true);
+        self.wait_parked(started, kick, limit)
+            .inspect_err(|_| self.resume())
+    }
+
+    /// Like [`pause`](Self::pause), for the migrator's write stop: holds
+    /// nest, and each is ended by one [`release`](Self::release). On
+    /// failure the hold is released.
+    pub fn hold(&self, kick: &dyn Fn(), limit: Duration) -> Result<(), PauseError> {
+        let started = self.close(|s| s.holds += 1);
+        self.wait_parked(started, kick, limit)
+            .inspect_err(|_| self.release())
+    }
+
+    /// Ends one [`hold`](Self::hold); the gate opens unless another hold
+    /// or an operator pause keeps it closed.
+    pub fn release(&self) {
+        let mut state = self.lock();
+        state.holds = state.holds.saturating_sub(1);
+        self.open_if_free(&mut state);
+    }
+
+    /// Applies `closer` and closes the gate; returns when.
+    fn close(&self, closer: impl FnOnce(&mut GateState)) -> Instant {
         let started = Instant::now();
-        {
-            let mut state = self.lock();
-            if !state.paused {
-                state.paused = true;
-                state.paused_since = Some(started);
-            }
-            self.closed.store(true, Ordering::Release);
+        let mut state = self.lock();
+        closer(&mut state);
+        if state.paused_since.is_none() {
+            state.paused_since = Some(started);
         }
+        self.closed.store(true, Ordering::Release);
+        started
+    }
+
+    /// Opens the gate if nothing holds it closed.
+    fn open_if_free(&self, state: &mut GateState) {
+        if state.closed() {
+            return;
+        }
+        if let Some(since) = state.paused_since.take() {
+            state.paused_total += since.elapsed();
+        }
+        self.closed.store(false, Ordering::Release);
+        self.changed.notify_all();
+    }
+
+    /// Waits until every live vCPU is parked, kicking every few
+    /// milliseconds; fails after `limit` (the caller reopens).
+    fn wait_parked(
+        &self,
+        started: Instant,
+        kick: &dyn Fn(),
+        limit: Duration,
+    ) -> Result<(), PauseError> {
         loop {
             kick();
             let state = self.lock();
@@ -120,8 +177,6 @@ impl PauseGate {
             let waited = started.elapsed();
             if waited >= limit {
                 let (parked, live) = (state.parked, state.live);
-                drop(state);
-                self.resume();
                 return Err(PauseError::NotParked {
                     parked,
                     live,
@@ -131,15 +186,12 @@ impl PauseGate {
         }
     }
 
-    /// Opens the gate: parked vCPUs run again.
+    /// Ends the operator's pause: parked vCPUs run again unless a write
+    /// stop still holds them.
     pub fn resume(&self) {
         let mut state = self.lock();
-        if let Some(since) = state.paused_since.take() {
-            state.paused_total += since.elapsed();
-        }
         state.paused = false;
-        self.closed.store(false, Ordering::Release);
-        self.changed.notify_all();
+        self.open_if_free(&mut state);
     }
 
     /// Wakes parked vCPUs so they see a stop flag raised before this call.
@@ -148,7 +200,8 @@ impl PauseGate {
         self.changed.notify_all();
     }
 
-    /// Whether the gate is closed.
+    /// Whether the operator paused the VM (a write stop's hold does not
+    /// count).
     pub fn is_paused(&self) -> bool {
         self.lock().paused
     }
@@ -159,7 +212,8 @@ impl PauseGate {
         (state.parked, state.live)
     }
 
-    /// Time spent paused so far, the current pause included.
+    /// Time spent with the gate closed so far, the current closing
+    /// included.
     pub fn paused_time(&self) -> Duration {
         let state = self.lock();
         state.paused_total + state.paused_since.map_or(Duration::ZERO, |s| s.elapsed())
@@ -227,6 +281,37 @@ mod tests {
             t.join().unwrap();
         }
         assert_eq!(gate.counts(), (0, 0));
+    }
+
+    #[test]
+    fn write_stop_holds_nest_and_never_end_an_operator_pause() {
+        let gate = Arc::new(PauseGate::new());
+        let stop = Arc::new(AtomicBool::new(false));
+        let count = Arc::new(AtomicU64::new(0));
+        let threads: Vec<_> = (0..2).map(|_| spin(&gate, &stop, &count)).collect();
+        let ran = |c: &AtomicU64| {
+            let before = c.load(Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(30));
+            c.load(Ordering::Relaxed) > before
+        };
+        gate.pause(&|| {}, Duration::from_secs(5)).unwrap();
+        gate.hold(&|| {}, Duration::from_secs(5)).unwrap();
+        gate.hold(&|| {}, Duration::from_secs(5)).unwrap();
+        gate.release();
+        assert!(gate.is_paused());
+        gate.release();
+        assert!(!ran(&count), "the operator's pause outlives the holds");
+        gate.hold(&|| {}, Duration::from_secs(5)).unwrap();
+        gate.resume();
+        assert!(!gate.is_paused());
+        assert!(!ran(&count), "a hold outlives the operator's pause");
+        gate.release();
+        assert!(ran(&count), "open once neither holds it");
+        stop.store(true, Ordering::Release);
+        gate.wake();
+        for t in threads {
+            t.join().unwrap();
+        }
     }
 
     #[test]

@@ -41,6 +41,7 @@ pub use crate::vm_engine::EngineStart;
 use crate::vm_engine::{PendingParts, VmEngine};
 use crate::vm_linux::{self, LinuxDevices};
 use crate::vm_trackers::VmTrackers;
+use crate::write_stop::VcpuWriteStop;
 
 /// What the guest runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -488,12 +489,20 @@ impl Vm {
             .unwrap_or(0);
         let writes = Arc::new(HostWriteLog::new(ram_end));
         let kvm_dirty = dirty_log.then(|| KvmDirtyLog::new(vm_fd.clone(), memslots));
+        let gate = Arc::new(PauseGate::new());
+        let threads = Arc::new(VcpuThreads::default());
+        let write_stop = Arc::new(VcpuWriteStop::new(
+            gate.clone(),
+            threads.clone(),
+            writes.clone(),
+        ));
         let setup = migration::build(
             &config.migration,
             &memory,
             kvm_dirty.as_ref(),
             &writes,
             guard_options,
+            write_stop,
         )?;
         let (migrator, mut guard) = match setup {
             Some(s) => (Some(s.migrator), s.guard),
@@ -510,7 +519,6 @@ impl Vm {
 
         let state = Arc::new(GuestState::new(config.vcpus));
         let stop = Arc::new(AtomicBool::new(false));
-        let gate = Arc::new(PauseGate::new());
         let io = match &linux {
             Some(devices) => VcpuIo::Linux(devices.bus.clone()),
             None => VcpuIo::Payload(HypercallDevice::new(
@@ -542,7 +550,7 @@ impl Vm {
         Ok(Vm {
             engine,
             vcpus,
-            threads: Arc::new(VcpuThreads::default()),
+            threads,
             gate,
             migrator,
             guard,

@@ -26,6 +26,9 @@ struct Shape {
     buffer_frames: u64,
     /// Extra tier options (`key=value,...`), or "".
     tier_options: &'static str,
+    /// The slow tier is a regular file (no userfaultfd: its frames move
+    /// under the VM-wide write stop, as device-DAX frames do).
+    slow_file: bool,
 }
 
 /// 64 KiB frames on shmem: many frames, cheap moves.
@@ -34,6 +37,13 @@ const SMALL: Shape = Shape {
     memory: 16 << 20,
     buffer_frames: 64,
     tier_options: "",
+    slow_file: false,
+};
+
+/// [`SMALL`] with the slow tier in a regular file.
+const SMALL_FILE: Shape = Shape {
+    slow_file: true,
+    ..SMALL
 };
 
 /// 2 MiB frames on preallocated hugetlb tiers (64 MiB each: 64 pages of
@@ -44,6 +54,7 @@ const HUGE: Shape = Shape {
     memory: 64 << 20,
     buffer_frames: 16,
     tier_options: ",hugetlb=on,prealloc=on",
+    slow_file: false,
 };
 
 fn tier(name: &str, size: u64, shape: Shape) -> TierSpec {
@@ -54,6 +65,26 @@ fn tier(name: &str, size: u64, shape: Shape) -> TierSpec {
     )
     .parse()
     .unwrap()
+}
+
+/// A regular file for a slow tier, removed when dropped.
+struct SlowFile(std::path::PathBuf);
+
+impl SlowFile {
+    fn new(kind: MigratorKind) -> Self {
+        let path = std::env::temp_dir().join(format!(
+            "tiervisor-slow-tier-{}-{kind:?}",
+            std::process::id()
+        ));
+        std::fs::File::create(&path).unwrap();
+        SlowFile(path)
+    }
+}
+
+impl Drop for SlowFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 struct Outcome {
@@ -80,12 +111,23 @@ fn under_fire(
         "memcheck:size={}K,seconds=300",
         shape.buffer_frames * shape.frame / 1024
     );
+    let file = shape.slow_file.then(|| SlowFile::new(kind));
+    let slow_tier = match &file {
+        Some(f) => format!(
+            "name=slow,backend=file,path={},size={}K",
+            f.0.display(),
+            slow / 1024
+        )
+        .parse()
+        .unwrap(),
+        None => tier("slow", slow, shape),
+    };
     let config = VmConfig {
         vcpus: 2,
         memory: guest_memory::MemoryConfig {
             size: memory,
             frame_size: shape.frame,
-            tiers: vec![tier("fast", fast, shape), tier("slow", slow, shape)],
+            tiers: vec![tier("fast", fast, shape), slow_tier],
             placement: Placement::Interleave,
             ..Default::default()
         },
@@ -245,19 +287,51 @@ fn exchange_under_a_verifying_guest() {
     let _ = &o.end;
 }
 
+/// A tier userfaultfd cannot write-protect (a regular file here; device
+/// DAX on real hosts, which the tiered-host scenario covers): frames
+/// leaving it move under the VM-wide write stop (every vCPU parked, host
+/// writers held), frames entering it under write-protection, plain and
+/// pre-copy, and in exchanges; the guest and the VMM find every write.
+#[test]
+fn file_tier_moves_under_the_write_stop() {
+    for kind in [MigratorKind::Remap, MigratorKind::RemapPrecopy] {
+        let o = under_fire(SMALL_FILE, kind, false, random_moves(4_000));
+        assert_clean(&o, 4_000);
+        assert!(o.total.stops > 100, "{kind:?}: stops: {}", o.total.stops);
+    }
+    for kind in [MigratorKind::Remap, MigratorKind::RemapPrecopy] {
+        let o = under_fire(SMALL_FILE, kind, true, random_exchanges(2_000));
+        assert_clean(&o, 2_000);
+        assert!(
+            o.total.stops > 100,
+            "{kind:?} exchanges: stops: {}",
+            o.total.stops
+        );
+    }
+}
+
 /// Failures injected at every step (reserve, copy, remap), round after
 /// round, while the verifying guest runs: every aborted move leaves its
 /// frame readable and writable with its latest data.
 #[test]
 fn injected_failures_under_a_verifying_guest() {
     use guest_memory::migrate::Step;
-    for kind in [MigratorKind::Remap, MigratorKind::RemapPrecopy] {
-        let o = under_fire(SMALL, kind, false, |m, frames, tier_of| {
+    for (shape, kind) in [
+        (SMALL, MigratorKind::Remap),
+        (SMALL, MigratorKind::RemapPrecopy),
+        (SMALL_FILE, MigratorKind::Remap),
+    ] {
+        let steps: &[Step] = if shape.slow_file {
+            &[Step::Reserve, Step::Copy, Step::Remap, Step::Stop]
+        } else {
+            &[Step::Reserve, Step::Copy, Step::Remap]
+        };
+        let o = under_fire(shape, kind, false, |m, frames, tier_of| {
             let faults = m.faults().expect("remap migrators inject faults").clone();
             let mut total = BatchReport::default();
             let mut round = 0u64;
             while total.moved < 3_000 {
-                let step = [Step::Reserve, Step::Copy, Step::Remap][(round % 3) as usize];
+                let step = steps[(round % steps.len() as u64) as usize];
                 faults.fail_next(step, 1);
                 let frame = frames[(round as usize * 37) % frames.len()];
                 let batch: Vec<Move> = (0..8)
@@ -281,11 +355,15 @@ fn injected_failures_under_a_verifying_guest() {
             "each injection aborted moves: {}",
             o.total.aborted
         );
-        for what in [
+        let mut expected = vec![
             "reservation failed (injected)",
             "copy failed (injected)",
             "remap failed (injected)",
-        ] {
+        ];
+        if shape.slow_file {
+            expected.push("write stop failed (injected)");
+        }
+        for what in expected {
             assert!(
                 o.total.errors.iter().any(|e| e.contains(what)),
                 "{kind:?}: {what}"

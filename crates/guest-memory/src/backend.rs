@@ -48,6 +48,16 @@ pub enum BackendKind {
     },
 }
 
+impl BackendKind {
+    /// Whether userfaultfd can write-protect this backing's mappings
+    /// (memfd: shmem or hugetlbfs). Device-DAX and file mappings cannot
+    /// be registered: the remap migrator moves their frames under a
+    /// VM-wide write stop instead.
+    pub fn write_protectable(&self) -> bool {
+        matches!(self, BackendKind::Memfd { .. })
+    }
+}
+
 /// Why a tier backend could not be created or used.
 #[derive(Debug, Error)]
 pub enum BackendError {
@@ -410,6 +420,30 @@ impl TierBackend {
             return Err(discard_err(err));
         }
         Ok(true)
+    }
+
+    /// Whether a slot of this tier may hold old data before anything
+    /// wrote it: device-DAX and file contents outlive the process (a
+    /// previous VM's, or persistent memory's), a fresh memfd reads as
+    /// zeros.
+    pub fn keeps_old_data(&self) -> bool {
+        !matches!(self.kind, BackendKind::Memfd { .. })
+    }
+
+    /// Makes `slot` read as zeros: a hole punched where the backing can,
+    /// zeros written through the view otherwise (device-DAX). For slots
+    /// no frame maps yet: a new guest must never see what an earlier one
+    /// left on persistent memory.
+    pub fn clear_slot(&self, slot: usize) -> Result<(), BackendError> {
+        if self.discard_slot(slot)? {
+            return Ok(());
+        }
+        let addr = self.slot_view_addr(slot)?;
+        // SAFETY: `addr..addr + slot_size` is one slot of the view mapping,
+        // which lives as long as `self`; no frame maps the slot (caller's
+        // contract) and Rust holds no reference into it.
+        unsafe { std::ptr::write_bytes(addr as *mut u8, 0, self.slot_size as usize) };
+        Ok(())
     }
 
     pub(crate) fn file_id(&self) -> FileId {

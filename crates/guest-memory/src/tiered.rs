@@ -60,6 +60,26 @@ pub struct TieredMemory {
     backing: Backing,
 }
 
+/// Zeroes the slots that will back frames on tiers whose contents
+/// outlive a VM (device-DAX, files): guest RAM starts zeroed, and a guest
+/// must not read what an earlier one left there. Slots filled later by
+/// migration are overwritten whole by the copy.
+fn clear_old_data(tiers: &[TierBackend], map: &PlacementMap) -> Result<(), Error> {
+    for frame in 0..map.frame_count() {
+        let Some(loc) = map.location(frame) else {
+            continue;
+        };
+        let tier = &tiers[loc.tier];
+        if tier.keeps_old_data() && !tier.is_shared() {
+            tier.clear_slot(loc.slot).map_err(|source| Error::Backend {
+                tier: tier.name().to_owned(),
+                source,
+            })?;
+        }
+    }
+    Ok(())
+}
+
 impl TieredMemory {
     /// Validates `cfg` (before creating anything), creates the tier
     /// backends, places every frame per `cfg.placement` and maps it.
@@ -69,6 +89,7 @@ impl TieredMemory {
             Backing::PerTier => build_per_tier(&plan, cfg)?,
             Backing::SharedNuma { .. } => shared_numa::build(&plan, cfg)?,
         };
+        clear_old_data(&tiers, ledger.map())?;
         let ranges = GuestRanges::reserve(&plan.regions, plan.frame_size)?;
         let frames = FrameTable::new(plan.frame_size, ranges.mapped().to_vec());
         map_all(&frames, &tiers, ledger.map())?;
@@ -238,6 +259,38 @@ impl TieredMemory {
                 slot: 0,
                 source,
             })
+    }
+
+    /// Host ranges of the frames mapped from tiers userfaultfd can
+    /// write-protect (see [`crate::BackendKind::write_protectable`]), adjacent
+    /// frames merged: what a write guard registers. The whole RAM when
+    /// every tier is a memfd.
+    pub fn write_protectable_ranges(&self) -> Vec<MappedRegion> {
+        let ledger = self.ledger();
+        let fs = self.frames.frame_size();
+        let mut out: Vec<MappedRegion> = Vec::new();
+        for frame in 0..self.frame_count() {
+            let protectable = ledger
+                .map()
+                .location(frame)
+                .is_some_and(|loc| self.tiers[loc.tier].kind().write_protectable());
+            let (Some(host), Some(gpa)) = (self.frames.host_addr(frame), self.frames.gpa(frame))
+            else {
+                continue;
+            };
+            if !protectable {
+                continue;
+            }
+            match out.last_mut() {
+                Some(r) if r.host_addr + r.len == host && r.gpa + r.len == gpa => r.len += fs,
+                _ => out.push(MappedRegion {
+                    gpa,
+                    len: fs,
+                    host_addr: host,
+                }),
+            }
+        }
+        out
     }
 
     /// Checks that every frame's host range is really mapped from the tier

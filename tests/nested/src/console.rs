@@ -93,7 +93,12 @@ impl Console {
 
     /// tiervisor's JSON report, when the scenario printed one that parses.
     pub fn report(&self) -> Option<Report> {
-        let text = self.blocks.get("report")?;
+        self.report_in("report")
+    }
+
+    /// A JSON report the scenario printed in block `name`, when it parses.
+    pub fn report_in(&self, name: &str) -> Option<Report> {
+        let text = self.blocks.get(name)?;
         serde_json::from_str(text.trim()).ok().map(Report)
     }
 

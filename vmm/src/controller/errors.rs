@@ -56,9 +56,9 @@ pub(crate) fn create_error(e: VmError, body: &VmConfigBody) -> ControlError {
         },
         VmError::Memory(guest_memory::Error::Config(c)) => invalid(memory_field(c, body), c),
         VmError::Migration(m) => match m {
-            MigrationError::Remap(_)
-            | MigrationError::Kernel(_)
-            | MigrationError::DaxNotGuardable(_) => invalid("migration.migrator", m),
+            MigrationError::Remap(_) | MigrationError::Kernel(_) => {
+                invalid("migration.migrator", m)
+            }
             _ => internal(&e),
         },
         VmError::UnknownTracker(_) | VmError::Tracker(_) => invalid("tiering.tracker", &e),

@@ -10,10 +10,14 @@
 //! therefore never be taken (and the page copied) before the write it
 //! announces has landed: the same guarantee KVM gives by re-protecting a
 //! page when its dirty bit is cleared.
+//!
+//! The log is also where host writers are stopped: [`HostWriteLog::block`]
+//! waits for the sections in flight and holds new ones back until
+//! [`HostWriteLog::unblock`] (the VM-wide write stop).
 
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Condvar, Mutex, PoisonError, RwLock};
 
 use thiserror::Error;
 
@@ -54,6 +58,11 @@ pub struct HostWriteLog {
     enabled: AtomicBool,
     /// Shared by writers for mark + write; exclusive for take/reset.
     sections: RwLock<()>,
+    /// Mirrors `blocks > 0`, read by writers inside their shared lock.
+    blocked: AtomicBool,
+    /// Blocks not yet lifted (they nest).
+    blocks: Mutex<usize>,
+    unblocked: Condvar,
 }
 
 impl HostWriteLog {
@@ -64,6 +73,9 @@ impl HostWriteLog {
             bits: (0..pages.div_ceil(64)).map(|_| AtomicU64::new(0)).collect(),
             enabled: AtomicBool::new(false),
             sections: RwLock::new(()),
+            blocked: AtomicBool::new(false),
+            blocks: Mutex::new(0),
+            unblocked: Condvar::new(),
         }
     }
 
@@ -73,11 +85,53 @@ impl HostWriteLog {
     }
 
     /// Runs `write`, which writes `len` bytes of guest memory at `gpa`,
-    /// with the pages marked written.
+    /// with the pages marked written; waits first while writers are
+    /// blocked.
     pub fn write_section<R>(&self, gpa: u64, len: u64, write: impl FnOnce() -> R) -> R {
-        let _section = self.sections.read().unwrap_or_else(PoisonError::into_inner);
-        self.mark(gpa, len);
-        write()
+        loop {
+            let section = self.sections.read().unwrap_or_else(PoisonError::into_inner);
+            // Read under the shared lock: `block` raises it before taking
+            // the lock exclusively, so a section either sees it or is one
+            // that `block` waits for.
+            if !self.blocked.load(Ordering::SeqCst) {
+                self.mark(gpa, len);
+                return write();
+            }
+            drop(section);
+            let mut blocks = self.blocks.lock().unwrap_or_else(PoisonError::into_inner);
+            while *blocks > 0 {
+                blocks = self
+                    .unblocked
+                    .wait(blocks)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+        }
+    }
+
+    /// Holds host writers back: returns once no write section is in
+    /// flight, and new ones wait until [`unblock`](Self::unblock). Blocks
+    /// nest. Must not be called by a thread inside a write section.
+    pub fn block(&self) {
+        {
+            let mut blocks = self.blocks.lock().unwrap_or_else(PoisonError::into_inner);
+            *blocks += 1;
+            self.blocked.store(true, Ordering::SeqCst);
+        }
+        drop(
+            self.sections
+                .write()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+    }
+
+    /// Lifts one [`block`](Self::block).
+    pub fn unblock(&self) {
+        let mut blocks = self.blocks.lock().unwrap_or_else(PoisonError::into_inner);
+        *blocks = blocks.saturating_sub(1);
+        if *blocks == 0 {
+            self.blocked.store(false, Ordering::SeqCst);
+            self.unblocked.notify_all();
+        }
     }
 
     fn mark(&self, gpa: u64, len: u64) {
@@ -186,6 +240,42 @@ impl CombinedDirty {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_block_waits_for_sections_in_flight_and_holds_new_ones() {
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicU64;
+        use std::time::Duration;
+
+        let log = Arc::new(HostWriteLog::new(1 << 20));
+        let written = Arc::new(AtomicU64::new(0));
+        let (entered_tx, entered_rx) = std::sync::mpsc::channel();
+        let slow = {
+            let (log, written) = (log.clone(), written.clone());
+            std::thread::spawn(move || {
+                log.write_section(0, 8, || {
+                    entered_tx.send(()).unwrap();
+                    std::thread::sleep(Duration::from_millis(50));
+                    written.fetch_add(1, Ordering::SeqCst);
+                });
+            })
+        };
+        entered_rx.recv().unwrap();
+        log.block();
+        assert_eq!(written.load(Ordering::SeqCst), 1, "block waited");
+        let late = {
+            let (log, written) = (log.clone(), written.clone());
+            std::thread::spawn(move || {
+                log.write_section(0, 8, || written.fetch_add(1, Ordering::SeqCst));
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(written.load(Ordering::SeqCst), 1, "held back");
+        log.unblock();
+        late.join().unwrap();
+        slow.join().unwrap();
+        assert_eq!(written.load(Ordering::SeqCst), 2);
+    }
 
     #[test]
     fn host_log_reports_written_pages_once() {

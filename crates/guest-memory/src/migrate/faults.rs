@@ -1,7 +1,7 @@
 //! Fault injection for migration tests and soak runs: make the next N
-//! destination reservations, copies or remaps fail, so every rollback path
-//! runs for real. Off (all zero) in normal operation; checking it costs one
-//! relaxed atomic load per step.
+//! destination reservations, write stops, copies or remaps fail, so every
+//! rollback path runs for real. Off (all zero) in normal operation;
+//! checking it costs one relaxed atomic load per step.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -14,6 +14,8 @@ pub enum Step {
     Copy,
     /// Replacing a frame's mapping (as if `mmap(MAP_FIXED)` failed).
     Remap,
+    /// Stopping the VM's writers (as if a vCPU never parked).
+    Stop,
 }
 
 /// Counters of failures still to inject, per step.
@@ -22,6 +24,7 @@ pub struct FaultInjection {
     reserve: AtomicU64,
     copy: AtomicU64,
     remap: AtomicU64,
+    stop: AtomicU64,
     injected: AtomicU64,
 }
 
@@ -31,6 +34,7 @@ impl FaultInjection {
             Step::Reserve => &self.reserve,
             Step::Copy => &self.copy,
             Step::Remap => &self.remap,
+            Step::Stop => &self.stop,
         }
     }
 

@@ -3,7 +3,8 @@
 //! A [`Migrator`] takes a batch of [`Move`]s and returns a [`BatchReport`].
 //! Two families exist: the remap migrator (each tier its own backing
 //! object; userfaultfd write-protect → copy → `mmap(MAP_FIXED)` → wake,
-//! with a pre-copy variant and exchange) and the kernel migrator (one
+//! with a pre-copy variant and exchange; a VM-wide [`WriteStop`] instead
+//! of write-protection for tiers userfaultfd cannot register) and the kernel migrator (one
 //! backing object, tiers are host NUMA nodes, `move_pages(2)`). Every
 //! failure rolls back: a migration never loses a guest write.
 
@@ -17,6 +18,7 @@ mod kernel_plan;
 mod kind;
 pub mod remap;
 mod report;
+pub mod stop;
 mod urgent;
 
 use std::fmt::Debug;
@@ -29,6 +31,7 @@ pub use kernel_pages::PageCounts;
 pub use kind::MigratorKind;
 pub use remap::{PrecopyConfig, RemapError, RemapMigrator};
 pub use report::BatchReport;
+pub use stop::{StopError, WriteStop};
 
 /// Move one frame to a tier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

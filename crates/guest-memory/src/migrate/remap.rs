@@ -19,6 +19,13 @@
 //! is an exchange: paired with a move out of its destination tier in the
 //! same batch, the two frames swap slots through a bounce area.
 //!
+//! Tiers userfaultfd cannot write-protect (device DAX, regular files):
+//! a frame mapped from one is moved under the VM-wide [`WriteStop`]
+//! instead (every writer waits from the stop to the resume, which spans
+//! the copy or the pre-copy's last delta, and the remap); a frame moving
+//! onto one keeps write-protection for its copy, and its new mapping is
+//! not registered. Without a stop, such tiers are refused.
+//!
 //! Rollback: a failure before the remap leaves the source mapping in place
 //! (protection removed, writers woken, destination released). A failed
 //! remap maps the source slot back (its contents are intact: nothing wrote
@@ -35,18 +42,19 @@ use super::bounce::BounceArea;
 use super::dirty::{DirtySource, GpaSpan, PAGE_SIZE};
 use super::faults::{FaultInjection, Step};
 use super::guard::WriteGuard;
+use super::stop::WriteStop;
 use super::urgent::Urgent;
 use super::{BatchReport, Migrator, Move};
-use crate::backend::BackendKind;
 use crate::placement::Location;
 use crate::tiered::TieredMemory;
 
 /// Errors creating a remap migrator.
 #[derive(Debug, Error)]
 pub enum RemapError {
-    /// A tier's mappings cannot be write-protected with userfaultfd.
+    /// A tier's mappings cannot be write-protected with userfaultfd, and
+    /// no write stop was given.
     #[error(
-        "remap migration needs userfaultfd write-protection, which Linux offers for memfd (shmem, hugetlbfs) mappings only; tier '{0}' is a file or device-DAX mapping"
+        "remap migration needs userfaultfd write-protection, which Linux offers for memfd (shmem, hugetlbfs) mappings only, or a VM-wide write stop; tier '{0}' is a file or device-DAX mapping"
     )]
     NotWriteProtectable(String),
     /// The memory has one backing object for all tiers.
@@ -105,6 +113,26 @@ const PRECOPY_STALL_BUDGET: Duration = Duration::from_micros(400);
 /// Why a step failed (becomes a line of [`BatchReport::errors`]).
 type StepResult = Result<(), String>;
 
+/// How a final phase keeps writers out of its frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hold {
+    /// userfaultfd write-protection: writers into the frames wait.
+    Protect,
+    /// The VM-wide write stop: every writer waits.
+    Stop,
+}
+
+/// Writers held by [`RemapMigrator::hold_writers`], to release.
+#[derive(Clone, Copy, Debug)]
+enum Held {
+    /// A guard window is open (its frames may be protected).
+    Window,
+    /// The write stop holds since then.
+    Stopped(Instant),
+    /// The stop failed: nothing to release.
+    Nothing,
+}
+
 /// The remap migrator of one VM.
 #[derive(Debug)]
 pub struct RemapMigrator {
@@ -112,6 +140,7 @@ pub struct RemapMigrator {
     guard: Arc<WriteGuard>,
     engine: Box<dyn CopyEngine>,
     precopy: Option<PrecopyConfig>,
+    stop: Option<Arc<dyn WriteStop>>,
     faults: Arc<FaultInjection>,
     name: &'static str,
     /// Serializes batches; holds the exchange bounce area once needed.
@@ -119,20 +148,47 @@ pub struct RemapMigrator {
 }
 
 impl RemapMigrator {
-    /// A migrator over `memory`, whose RAM `guard` protects.
+    /// A migrator over `memory`, whose RAM `guard` protects: every tier
+    /// must be write-protectable.
     pub fn new(
         memory: Arc<TieredMemory>,
         guard: Arc<WriteGuard>,
         engine: Box<dyn CopyEngine>,
         precopy: Option<PrecopyConfig>,
     ) -> Result<Self, RemapError> {
+        Self::build(memory, guard, engine, precopy, None)
+    }
+
+    /// A migrator that moves frames of tiers userfaultfd cannot protect
+    /// under `stop` (see the module docs); `guard` registers the frames
+    /// of the other tiers ([`TieredMemory::write_protectable_ranges`]).
+    pub fn with_write_stop(
+        memory: Arc<TieredMemory>,
+        guard: Arc<WriteGuard>,
+        engine: Box<dyn CopyEngine>,
+        precopy: Option<PrecopyConfig>,
+        stop: Arc<dyn WriteStop>,
+    ) -> Result<Self, RemapError> {
+        Self::build(memory, guard, engine, precopy, Some(stop))
+    }
+
+    fn build(
+        memory: Arc<TieredMemory>,
+        guard: Arc<WriteGuard>,
+        engine: Box<dyn CopyEngine>,
+        precopy: Option<PrecopyConfig>,
+        stop: Option<Arc<dyn WriteStop>>,
+    ) -> Result<Self, RemapError> {
         if memory.backing().is_shared() {
             return Err(RemapError::SharedBacking);
         }
-        for t in memory.tiers() {
-            if !matches!(t.kind(), BackendKind::Memfd { .. }) {
-                return Err(RemapError::NotWriteProtectable(t.name().to_owned()));
-            }
+        if stop.is_none()
+            && let Some(t) = memory
+                .tiers()
+                .iter()
+                .find(|t| !t.kind().write_protectable())
+        {
+            return Err(RemapError::NotWriteProtectable(t.name().to_owned()));
         }
         let name = if precopy.is_some() {
             "remap-precopy"
@@ -144,6 +200,7 @@ impl RemapMigrator {
             guard,
             engine,
             precopy,
+            stop,
             faults: Arc::default(),
             name,
             serial: Mutex::new(None),
@@ -162,6 +219,72 @@ impl RemapMigrator {
         self.memory.tiers()[loc.tier]
             .slot_view_addr(loc.slot)
             .unwrap_or(0)
+    }
+
+    /// Whether tier `tier`'s mappings can be write-protected (and so are
+    /// registered with the guard).
+    fn protectable(&self, tier: usize) -> bool {
+        self.memory.tiers()[tier].kind().write_protectable()
+    }
+
+    /// How writers are held out of frames mapped from `locs`.
+    fn hold_for(&self, locs: &[Location]) -> Hold {
+        if locs.iter().all(|l| self.protectable(l.tier)) {
+            Hold::Protect
+        } else {
+            Hold::Stop
+        }
+    }
+
+    /// Holds writers out of `frames`: opens the guard's window over them
+    /// and write-protects them, or stops every writer. Returns what to
+    /// [`release`](Self::release) and whether the hold took.
+    fn hold_writers(&self, hold: Hold, frames: &[usize]) -> (Held, StepResult) {
+        match hold {
+            Hold::Protect => {
+                self.guard.open_window(&self.runs(frames));
+                (Held::Window, self.protect(frames))
+            }
+            Hold::Stop if self.faults.should_fail(Step::Stop) => {
+                (Held::Nothing, Err("write stop failed (injected)".into()))
+            }
+            Hold::Stop => match &self.stop {
+                Some(stop) => match stop.stop() {
+                    Ok(()) => (Held::Stopped(Instant::now()), Ok(())),
+                    Err(e) => (Held::Nothing, Err(e.to_string())),
+                },
+                None => (Held::Nothing, Err("no write stop for this tier".into())),
+            },
+        }
+    }
+
+    /// Ends a hold: closes the window (recording the stalls) or resumes
+    /// the writers (one stall of the stop's length).
+    fn release(&self, held: Held, report: &mut BatchReport) {
+        match held {
+            Held::Window => self.finish_window(report),
+            Held::Stopped(since) => {
+                if let Some(stop) = &self.stop {
+                    stop.resume();
+                }
+                let stalled = since.elapsed();
+                report.stall_max = report.stall_max.max(stalled);
+                report.stalls.push(stalled);
+                report.stops += 1;
+            }
+            Held::Nothing => {}
+        }
+    }
+
+    /// Registers a new mapping of tier `tier` over `[host, host + len)`
+    /// with the guard, unless the tier cannot be registered.
+    fn register(&self, host: u64, len: u64, tier: usize) -> Result<(), String> {
+        if !self.protectable(tier) {
+            return Ok(());
+        }
+        self.guard
+            .reregister(host, len)
+            .map_err(|e| format!("re-register failed: {e}"))
     }
 
     /// Copies `(src, dst, len)` triples with the engine (fault-injectable).
@@ -234,7 +357,7 @@ impl RemapMigrator {
         // mapping it replaces); if it did, the frame keeps whatever mapping
         // the failed call left, and we still wake its writers.
         let _ = self.memory.map_frames(frame, 1, loc);
-        let _ = self.guard.reregister(host, fs);
+        let _ = self.register(host, fs, loc.tier);
         let _ = self.guard.uffd().wake(host, fs);
     }
 
@@ -297,11 +420,7 @@ impl RemapMigrator {
                 self.memory
                     .map_frames(first.frame, count, first.to)
                     .map_err(|e| format!("remap failed: {e}"))
-                    .and_then(|()| {
-                        self.guard
-                            .reregister(host, len)
-                            .map_err(|e| format!("re-register failed: {e}"))
-                    })
+                    .and_then(|()| self.register(host, len, first.to.tier))
             };
             match mapped {
                 Ok(()) => {
@@ -322,9 +441,11 @@ impl RemapMigrator {
 
     /// Puts `moves` back: protection off (or source re-mapped), writers
     /// woken, destinations released, moves counted as aborted.
-    fn abort(&self, moves: &[Planned], why: &str, report: &mut BatchReport) {
+    fn abort(&self, moves: &[Planned], hold: Hold, why: &str, report: &mut BatchReport) {
         let frames: Vec<usize> = moves.iter().map(|m| m.frame).collect();
-        self.unprotect(&frames);
+        if hold == Hold::Protect {
+            self.unprotect(&frames);
+        }
         for m in moves {
             self.drop_destination(m.to);
         }
@@ -453,45 +574,66 @@ impl RemapMigrator {
                 }
             }
         }
+        // Frames no write-protection covers move in one stop of the whole
+        // VM per batch: every stop costs each vCPU a trip out of the guest.
+        let (stopped, protected): (Vec<Planned>, Vec<Planned>) = moves
+            .into_iter()
+            .partition(|m| self.hold_for(&[m.from]) == Hold::Stop);
+        if !stopped.is_empty() {
+            let mine = Self::carried_for(&self.memory, &stopped, &carried);
+            self.final_phase(stopped, mine, Hold::Stop, report);
+        }
         // Pre-copy's final phase runs per group, so a writer waits for one
         // group's delta and remap, not the whole batch's; the group grows
         // or shrinks so a group takes about the stall budget. Plain copies
         // protect the whole batch (its copy is the bulk of the work).
         if self.precopy.is_none() {
-            self.final_phase(moves, carried, report);
+            self.final_phase(protected, carried, Hold::Protect, report);
             return;
         }
         let mut group = 1;
-        let mut rest = moves.as_slice();
+        let mut rest = protected.as_slice();
         while !rest.is_empty() {
             let (chunk, tail) = rest.split_at(group.min(rest.len()));
             rest = tail;
-            let mine: HashSet<usize> = chunk.iter().map(|m| m.frame).collect();
-            let frames = self.memory.frames();
-            let chunk_carried: Vec<u64> = carried
-                .iter()
-                .copied()
-                .filter(|&gpa| frames.frame_of_gpa(gpa).is_some_and(|f| mine.contains(&f)))
-                .collect();
+            let chunk_carried = Self::carried_for(&self.memory, chunk, &carried);
             let started = Instant::now();
-            self.final_phase(chunk.to_vec(), chunk_carried, report);
+            self.final_phase(chunk.to_vec(), chunk_carried, Hold::Protect, report);
             group = next_group(chunk.len(), started.elapsed());
         }
     }
 
-    /// Protects `moves`, copies them (plain: whole frames; pre-copy: the
-    /// pages still dirty, `carried` plus what the final take reports),
-    /// remaps, wakes and commits.
-    fn final_phase(&self, moves: Vec<Planned>, mut carried: Vec<u64>, report: &mut BatchReport) {
+    /// The pages of `carried` that lie in the frames of `moves`.
+    fn carried_for(memory: &TieredMemory, moves: &[Planned], carried: &[u64]) -> Vec<u64> {
+        let mine: HashSet<usize> = moves.iter().map(|m| m.frame).collect();
+        let frames = memory.frames();
+        carried
+            .iter()
+            .copied()
+            .filter(|&gpa| frames.frame_of_gpa(gpa).is_some_and(|f| mine.contains(&f)))
+            .collect()
+    }
+
+    /// Holds writers out of `moves` (`hold`), copies them (plain: whole
+    /// frames; pre-copy: the pages still dirty, `carried` plus what the
+    /// final take reports), remaps, lets the writers go and commits.
+    fn final_phase(
+        &self,
+        moves: Vec<Planned>,
+        mut carried: Vec<u64>,
+        hold: Hold,
+        report: &mut BatchReport,
+    ) {
+        if moves.is_empty() {
+            return;
+        }
         // Writers may wait on this thread from here to the last wake.
         let _urgent = Urgent::new();
         let frames: Vec<usize> = moves.iter().map(|m| m.frame).collect();
-        let windows: Vec<(u64, u64)> = self.runs(&frames);
-        self.guard.open_window(&windows);
         let started = Instant::now();
-        let protected = self.protect(&frames);
+        let (held, result) = self.hold_writers(hold, &frames);
         report.protect += started.elapsed();
-        let copied = protected.and_then(|()| match &self.precopy {
+        let copied = result.and_then(|()| match &self.precopy {
             None => self.copy(&self.frame_pieces(&moves), report),
             Some(cfg) => {
                 cfg.dirty
@@ -504,8 +646,8 @@ impl RemapMigrator {
             }
         });
         if let Err(e) = copied {
-            self.abort(&moves, &e, report);
-            self.finish_window(report);
+            self.abort(&moves, hold, &e, report);
+            self.release(held, report);
             return;
         }
         let failed = self.remap(&moves, report);
@@ -515,7 +657,7 @@ impl RemapMigrator {
             report.aborted += 1;
             report.errors.push(format!("frame {}: {why}", m.frame));
         }
-        self.finish_window(report);
+        self.release(held, report);
         let done: Vec<Planned> = moves
             .into_iter()
             .filter(|m| !failed_frames.contains(&m.frame))
@@ -553,18 +695,18 @@ impl RemapMigrator {
         let (va, vb) = (self.view(p.a_at), self.view(p.b_at));
         let (ka, kb) = (bounce.view(0), bounce.view(1));
         let frames = [p.a, p.b];
-        self.guard.open_window(&self.runs(&frames));
+        let hold = self.hold_for(&[p.a_at, p.b_at]);
         let started = Instant::now();
-        let protected = self.protect(&frames);
+        let (held, result) = self.hold_writers(hold, &frames);
         report.protect += started.elapsed();
         // Stage 1 only reads the slots: a failure needs no repair.
-        if let Err(e) = protected.and_then(|()| self.copy(&[(va, ka, fs), (vb, kb, fs)], report)) {
-            self.abort_pair(p, &e, report);
+        if let Err(e) = result.and_then(|()| self.copy(&[(va, ka, fs), (vb, kb, fs)], report)) {
+            self.abort_pair(p, hold, held, &e, report);
             return;
         }
         // Stage 2: park both frames on the bounce area. A write that slips
         // in before the new mapping is protected lands in the bounce area,
-        // which is what gets copied next.
+        // which is what gets copied next. (Under the stop, nothing writes.)
         let mut parked = Vec::new();
         for (k, f) in [(0, p.a), (1, p.b)] {
             let host = self.host(f);
@@ -574,6 +716,9 @@ impl RemapMigrator {
                 .map_err(|e| format!("parking failed: {e}"))
                 .and_then(|()| {
                     parked.push(f);
+                    if hold == Hold::Stop {
+                        return Ok(());
+                    }
                     self.guard.reregister(host, fs).map_err(|e| e.to_string())?;
                     self.guard
                         .uffd()
@@ -582,7 +727,7 @@ impl RemapMigrator {
                 });
             if let Err(e) = park {
                 self.unpark(p, &parked, bounce);
-                self.abort_pair(p, &e, report);
+                self.abort_pair(p, hold, held, &e, report);
                 return;
             }
         }
@@ -596,7 +741,7 @@ impl RemapMigrator {
         };
         if let Some(e) = remap_failed {
             self.unpark(p, &parked, bounce);
-            self.abort_pair(p, &e, report);
+            self.abort_pair(p, hold, held, &e, report);
             return;
         }
         // Stage 4: each frame onto the other's old slot.
@@ -607,18 +752,24 @@ impl RemapMigrator {
             .map_err(|e| format!("remap failed: {e}"));
         if let Err(e) = mapped {
             self.unpark(p, &parked, bounce);
-            self.abort_pair(p, &e, report);
+            self.abort_pair(p, hold, held, &e, report);
             return;
         }
         // `a` is live on its new slot now; `b` must follow. Mapping a slot
         // over a range only fails on exhaustion, so try more than once.
         let b_mapped = (0..3).any(|_| self.memory.map_frames(p.b, 1, p.a_at).is_ok());
+        let _ = self.register(self.host(p.a), fs, p.b_at.tier);
+        if b_mapped {
+            let _ = self.register(self.host(p.b), fs, p.a_at.tier);
+        } else {
+            // Still on the bounce memfd, which can be registered.
+            let _ = self.guard.reregister(self.host(p.b), fs);
+        }
         for f in frames {
-            let _ = self.guard.reregister(self.host(f), fs);
             let _ = self.guard.uffd().wake(self.host(f), fs);
         }
         report.remap += remap_started.elapsed();
-        self.finish_window(report);
+        self.release(held, report);
         if !b_mapped {
             // Frame b stays on the bounce memfd with all its data; the
             // placement map cannot describe that, so say so loudly.
@@ -660,13 +811,15 @@ impl RemapMigrator {
         }
     }
 
-    fn abort_pair(&self, p: Pair, why: &str, report: &mut BatchReport) {
-        self.unprotect(&[p.a, p.b]);
+    fn abort_pair(&self, p: Pair, hold: Hold, held: Held, why: &str, report: &mut BatchReport) {
+        if hold == Hold::Protect {
+            self.unprotect(&[p.a, p.b]);
+        }
         report.aborted += 2;
         report
             .errors
             .push(format!("frames {} and {}: {why}", p.a, p.b));
-        self.finish_window(report);
+        self.release(held, report);
     }
 }
 

@@ -31,8 +31,11 @@ pub struct BatchReport {
     pub total: Duration,
     /// Longest time a guest write waited on this batch (0 if none waited).
     pub stall_max: Duration,
-    /// Every observed write stall of this batch.
+    /// Every observed write stall of this batch (a VM-wide write stop
+    /// counts once, for its whole length).
     pub stalls: Vec<Duration>,
+    /// VM-wide write stops (frames of tiers userfaultfd cannot protect).
+    pub stops: u64,
     /// Why moves were aborted (one line per failure).
     pub errors: Vec<String>,
 }
@@ -53,6 +56,7 @@ impl BatchReport {
         self.total += other.total;
         self.stall_max = self.stall_max.max(other.stall_max);
         self.stalls.extend_from_slice(&other.stalls);
+        self.stops += other.stops;
         self.errors.extend(other.errors.iter().cloned());
     }
 }

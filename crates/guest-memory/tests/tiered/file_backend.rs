@@ -56,6 +56,38 @@ fn tmpfs_file_backs_a_tier() {
     writes_reach_the_file(Path::new("/dev/shm"));
 }
 
+/// A file (like persistent memory) keeps what an earlier VM wrote: the
+/// slots that back guest frames are cleared before the guest sees them,
+/// a slot no frame uses is left alone (a migration into it overwrites it
+/// whole).
+fn old_data_is_cleared(dir: &Path) {
+    let file = ScratchFile::new(dir, 8 * MIB);
+    std::fs::write(&file.path, vec![0xa5u8; (8 * MIB) as usize]).unwrap();
+    let cfg = MemoryConfig::new(10 * MIB, vec![memfd("dram", "4M"), file_spec(&file, None)]);
+    let mem = TieredMemory::new(&cfg).unwrap();
+    for frame in 2..5 {
+        assert_eq!(mem.location(frame).unwrap().tier, 1);
+        let gpa = mem.frames().gpa(frame).unwrap();
+        let mut page = vec![0xffu8; (2 * MIB) as usize];
+        mem.guest_memory()
+            .read_slice(&mut page, GuestAddress(gpa))
+            .unwrap();
+        assert!(page.iter().all(|&b| b == 0), "frame {frame} reads zeros");
+    }
+    let mut unused = [0u8; 8];
+    std::fs::File::open(&file.path)
+        .unwrap()
+        .read_exact_at(&mut unused, 3 * 2 * MIB)
+        .unwrap();
+    assert_eq!(unused, [0xa5; 8], "the unused slot is not touched");
+}
+
+#[test]
+fn a_file_tier_never_shows_old_data_to_the_guest() {
+    old_data_is_cleared(Path::new("/tmp"));
+    old_data_is_cleared(Path::new("/dev/shm"));
+}
+
 #[test]
 fn explicit_size_grows_a_short_file() {
     let file = ScratchFile::new(Path::new("/tmp"), 2 * MIB);
