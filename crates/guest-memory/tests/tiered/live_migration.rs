@@ -75,7 +75,13 @@ fn word_addr(mem: &TieredMemory, word: u64) -> (u64, u64) {
 
 /// Runs writers until `stop`; returns each writer's expected values and
 /// the number of checks done.
-fn writers(rig: &Rig, stop: &AtomicBool, start: &Barrier) -> Vec<(Vec<u64>, u64)> {
+/// `ready` counts the writers that have finished their first round.
+fn writers(
+    rig: &Rig,
+    stop: &AtomicBool,
+    start: &Barrier,
+    ready: &AtomicU64,
+) -> Vec<(Vec<u64>, u64)> {
     thread::scope(|s| {
         let handles: Vec<_> = (0..WRITERS)
             .map(|w| {
@@ -87,6 +93,7 @@ fn writers(rig: &Rig, stop: &AtomicBool, start: &Barrier) -> Vec<(Vec<u64>, u64)
                     let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ w;
                     let mut checks = 0;
                     start.wait();
+                    let mut first = true;
                     while !stop.load(Ordering::Relaxed) {
                         for _ in 0..256 {
                             rng ^= rng << 13;
@@ -100,6 +107,9 @@ fn writers(rig: &Rig, stop: &AtomicBool, start: &Barrier) -> Vec<(Vec<u64>, u64)
                             log.write_section(gpa, 8, || write_host_u64(host, next));
                             expected[i] = next;
                             checks += 1;
+                        }
+                        if std::mem::take(&mut first) {
+                            ready.fetch_add(1, Ordering::SeqCst);
                         }
                     }
                     (expected, checks)
@@ -143,9 +153,15 @@ fn verify_final(rig: &Rig, results: &[(Vec<u64>, u64)]) {
 fn under_fire(rig: &Rig, drive: impl FnOnce(&Rig) -> BatchReport + Send) -> BatchReport {
     let stop = AtomicBool::new(false);
     let start = Barrier::new(WRITERS as usize + 1);
+    let ready = AtomicU64::new(0);
     let (results, total) = thread::scope(|s| {
-        let w = s.spawn(|| writers(rig, &stop, &start));
+        let w = s.spawn(|| writers(rig, &stop, &start, &ready));
         start.wait();
+        // Migrate only once every writer is writing: on a busy host a
+        // writer may first run after a short drive has finished.
+        while ready.load(Ordering::SeqCst) < WRITERS {
+            thread::sleep(std::time::Duration::from_millis(1));
+        }
         let total = drive(rig);
         stop.store(true, Ordering::Relaxed);
         (w.join().unwrap(), total)
