@@ -122,3 +122,24 @@ fn unknown_suite_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("copy"));
 }
+
+/// `tierbench all --quick`, the smoke run of the whole harness: every
+/// suite (not the soak) runs once, in order, into one JSON report, one
+/// markdown document and one chart directory.
+#[test]
+fn quick_all_runs_every_suite_once() {
+    use bench::suite::Suite;
+
+    let (files, _) = quick_suite("all", "all-quick", &[]);
+    let report = BenchReport::from_json(&fs::read_to_string(&files.json).unwrap()).unwrap();
+    assert!(report.invocation.quick);
+    let suites: Vec<Suite> = report.results.iter().map(SuiteResult::suite).collect();
+    assert_eq!(suites, Suite::ALL);
+    let markdown = fs::read_to_string(&files.md).unwrap();
+    for suite in Suite::ALL {
+        let heading = format!("### {}: {}", suite.name(), suite.title());
+        assert!(markdown.contains(&heading), "{heading} missing");
+    }
+    let charts = fs::read_dir(&files.svg).unwrap().count();
+    assert!(charts >= Suite::ALL.len(), "{charts} charts");
+}
