@@ -74,12 +74,14 @@ fn quick_migrate_suite_measures_and_verifies_every_scenario() {
                 // Nothing in the idle guest writes the frames that move.
                 GuestLoad::Idle => assert_eq!(stalled, 0, "{protocol:?}"),
                 // Plain batches of the whole buffer protect every frame
-                // memcheck writes: its vCPUs must wait. (Pre-copy protects
-                // a few frames at a time, each for a short delta: a writer
-                // may never meet one.)
+                // memcheck writes: over all batch sizes its vCPUs must
+                // wait somewhere. (Not necessarily in a given size: an
+                // optimized copy of 16 frames takes a few ms, during which
+                // the copy threads may hold both cores and the vCPUs write
+                // nothing. Pre-copy protects a few frames at a time, each
+                // for a short delta: a writer may never meet one.)
                 GuestLoad::WriteBusy if protocol == Protocol::Remap => {
-                    let whole = s.batch_size(16).unwrap();
-                    assert!(whole.stalls.count > 0, "{protocol:?}: {:?}", whole.stalls);
+                    assert!(stalled > 0, "{protocol:?}: no write waited");
                 }
                 GuestLoad::WriteBusy => {}
             }
