@@ -64,9 +64,12 @@ pub(crate) fn serve(stream: Stream, ctx: &Context) {
             Ok(None) | Err(ReadError::Gone) => return,
             Err(ReadError::Respond(e)) => {
                 // The client may be gone already: nothing more to do.
-                let _ = e
-                    .into_response()
-                    .write_to(reader.stream(), Connection::Close);
+                if e.into_response()
+                    .write_to(reader.stream(), Connection::Close)
+                    .is_ok()
+                {
+                    reader.into_stream().close_lingering();
+                }
                 return;
             }
         };
@@ -89,7 +92,11 @@ pub(crate) fn serve(stream: Stream, ctx: &Context) {
         if after == Some(AfterResponse::ShutdownVmm) {
             ctx.shutdown.notify();
         }
-        if close || written.is_err() {
+        if written.is_err() {
+            return;
+        }
+        if close {
+            reader.into_stream().close_lingering();
             return;
         }
     }

@@ -146,6 +146,11 @@ impl RequestReader {
         &mut self.stream
     }
 
+    /// The connection, once no more requests are read from it.
+    pub fn into_stream(self) -> Stream {
+        self.stream
+    }
+
     /// The next request's head; `None` when the client closed the
     /// connection or left it idle past the idle timeout between requests.
     pub fn next_head(&mut self) -> Result<Option<RequestHead>, ReadError> {

@@ -3,7 +3,13 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::unix::net::UnixStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How long a connection the server closes keeps draining what the client
+/// still sends.
+const LINGER: Duration = Duration::from_secs(2);
+/// The most bytes a closing connection drains.
+const LINGER_BYTES: usize = 1 << 20;
 
 /// How a client reached the server; TCP clients must present the token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +60,35 @@ impl Stream {
         match self {
             Stream::Unix(s) => s.set_write_timeout(timeout),
             Stream::Tcp(s) => s.set_write_timeout(timeout),
+        }
+    }
+
+    /// Closes a connection the server chose to end, after its last
+    /// response: the write side is shut, so the client sees the end at
+    /// once, and what the client still sends (an unread body) is drained
+    /// for a while. Closing with unread bytes would reset a TCP connection,
+    /// which can destroy the response before the client reads it, and
+    /// would fail a client still writing its request with a broken pipe.
+    pub fn close_lingering(mut self) {
+        let half_close = match &self {
+            Stream::Unix(s) => s.shutdown(Shutdown::Write),
+            Stream::Tcp(s) => s.shutdown(Shutdown::Write),
+        };
+        if half_close.is_err() {
+            return;
+        }
+        let deadline = Instant::now() + LINGER;
+        let mut drained = 0;
+        let mut buf = [0u8; 8192];
+        while drained < LINGER_BYTES {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() || self.set_read_timeout(Some(left)).is_err() {
+                return;
+            }
+            match self.read(&mut buf) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => drained += n,
+            }
         }
     }
 
