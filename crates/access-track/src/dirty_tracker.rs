@@ -16,12 +16,8 @@
 //! write frequency (a page written every few milliseconds shows, one
 //! written a few times a second mostly does not), where a whole interval
 //! would mark nearly every page of a busy guest. Pages outside the sample
-//! keep their bit set in KVM and stay writable. A frame whose sampled
-//! pages were all written in the window is hot: its next sample is
-//! [`DEFAULT_HOT_SAMPLE_PAGES`] pages, which confirm it as well as the full
-//! block at a quarter of the faults, until a sample sees one of them
-//! unwritten. Full coverage (every page, the whole interval) is available
-//! for tests and short measurements.
+//! keep their bit set in KVM and stay writable. Full coverage (every page,
+//! the whole interval) is available for tests and short measurements.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,9 +34,6 @@ const PAGE: u64 = 4096;
 /// write faults they cause stay a few percent of a busy guest's time, and
 /// enough that a frame's ranking settles within a few intervals.
 pub const DEFAULT_SAMPLE_PAGES: u32 = 16;
-/// Pages observed by default in a frame whose last sample was all
-/// written.
-pub const DEFAULT_HOT_SAMPLE_PAGES: u32 = 4;
 /// How long a sample is observed by default.
 pub const DEFAULT_WINDOW: Duration = Duration::from_millis(20);
 
@@ -49,15 +42,11 @@ pub const DEFAULT_WINDOW: Duration = Duration::from_millis(20);
 pub enum DirtyCoverage {
     /// Every page of every frame, every interval.
     Full,
-    /// A rotating block of `pages` pages per frame (`hot_pages` in a
-    /// frame whose last sample was all written), observed for `window` at
-    /// each collect.
+    /// A rotating block of `pages` pages per frame, observed for `window`
+    /// at each collect.
     Sample {
         /// Pages per frame.
         pages: u32,
-        /// Pages in a frame whose last sample was all written (at most
-        /// `pages`).
-        hot_pages: u32,
         /// How long `collect()` observes them (it blocks that long).
         window: Duration,
     },
@@ -73,10 +62,6 @@ pub struct DirtyLogTracker {
     all: Vec<GpaSpan>,
     /// Intervals collected (rotates the sample).
     round: u64,
-    /// Per frame: every page of its last sample was written.
-    hot: Vec<bool>,
-    /// Per frame: pages in the current sample.
-    observed: Vec<u16>,
     last: Instant,
     pages: Vec<u64>,
 }
@@ -88,7 +73,6 @@ impl DirtyLogTracker {
     pub fn new(log: &KvmDirtyLog, memory: Arc<TieredMemory>) -> Self {
         let coverage = DirtyCoverage::Sample {
             pages: DEFAULT_SAMPLE_PAGES,
-            hot_pages: DEFAULT_HOT_SAMPLE_PAGES,
             window: DEFAULT_WINDOW,
         };
         Self::with_coverage(log, memory, coverage)
@@ -103,30 +87,23 @@ impl DirtyLogTracker {
     ) -> Self {
         let pages_per_frame = (memory.frame_size() / PAGE).max(1);
         let coverage = match coverage {
-            DirtyCoverage::Sample {
-                pages,
-                hot_pages,
-                window,
-            } if pages > 0 && u64::from(pages) < pages_per_frame => DirtyCoverage::Sample {
-                pages,
-                hot_pages: hot_pages.clamp(1, pages),
-                window,
-            },
+            DirtyCoverage::Sample { pages, .. }
+                if pages > 0 && u64::from(pages) < pages_per_frame =>
+            {
+                coverage
+            }
             _ => DirtyCoverage::Full,
         };
         let all = match coverage {
             DirtyCoverage::Full => memory.regions().iter().map(|r| (r.gpa, r.len)).collect(),
             DirtyCoverage::Sample { .. } => Vec::new(),
         };
-        let frame_count = memory.frame_count();
         DirtyLogTracker {
             consumer: log.subscribe(),
             memory,
             coverage,
             all,
             round: 0,
-            hot: vec![false; frame_count],
-            observed: Vec::new(),
             last: Instant::now(),
             pages: Vec::new(),
         }
@@ -137,24 +114,18 @@ impl DirtyLogTracker {
         self.coverage
     }
 
-    /// The block of every frame observed in interval `round`: `pages`
-    /// pages, `hot_pages` in frames found hot; records each frame's count
-    /// in `observed`.
-    fn sample_spans(&mut self, pages: u32, hot_pages: u32, round: u64) -> Vec<GpaSpan> {
+    /// The block of `k` pages of every frame observed in interval `round`.
+    fn sample_spans(&self, k: u32, round: u64) -> Vec<GpaSpan> {
         let frames = self.memory.frames();
         let pages_per_frame = (frames.frame_size() / PAGE).max(1);
-        self.observed.clear();
-        self.observed.resize(frames.len(), 0);
-        let mut spans = Vec::with_capacity(frames.len());
-        for f in 0..frames.len() {
-            let Some(gpa) = frames.gpa(f) else { continue };
-            let hot = self.hot.get(f).copied().unwrap_or(false);
-            let k = u64::from(if hot { hot_pages } else { pages });
-            let block = block_of(f, round, (pages_per_frame / k).max(1));
-            spans.push((gpa + block * k * PAGE, k * PAGE));
-            self.observed[f] = k as u16;
-        }
-        spans
+        let k = u64::from(k);
+        let blocks = (pages_per_frame / k).max(1);
+        (0..frames.len())
+            .filter_map(|f| {
+                let block = block_of(f, round, blocks);
+                frames.gpa(f).map(|g| (g + block * k * PAGE, k * PAGE))
+            })
+            .collect()
     }
 
     fn collect_error(&self, e: impl std::error::Error + Send + Sync + 'static) -> TrackerError {
@@ -172,22 +143,13 @@ fn block_of(frame: usize, round: u64, blocks: u64) -> u64 {
     round.wrapping_add(frame as u64 * 7) % blocks.max(1)
 }
 
-/// A frame is hot when every page of its sample was written; frames not
-/// observed (no pages) are not.
-fn mark_hot(hot: &mut [bool], observed: &[u16], dirty: &[u16]) {
-    for ((hot, &seen), &dirty) in hot.iter_mut().zip(observed).zip(dirty) {
-        *hot = seen > 0 && dirty >= seen;
-    }
-}
-
 impl AccessTracker for DirtyLogTracker {
     fn name(&self) -> &str {
         "dirty-log"
     }
 
     fn collect(&mut self) -> Result<AccessSample, TrackerError> {
-        let memory = self.memory.clone();
-        let frames = memory.frames();
+        let frames = self.memory.frames();
         let pages_per_frame = (frames.frame_size() / PAGE).max(1) as u32;
         self.pages.clear();
         let coverage = match self.coverage {
@@ -197,15 +159,11 @@ impl AccessTracker for DirtyLogTracker {
                     .map_err(|e| self.collect_error(e))?;
                 Coverage::Full
             }
-            DirtyCoverage::Sample {
-                pages,
-                hot_pages,
-                window,
-            } => {
+            DirtyCoverage::Sample { pages, window } => {
                 // Arming drops the sample's old bits (set since whenever),
                 // so what the take reads was written inside the window.
                 self.round = self.round.wrapping_add(1);
-                let sample = self.sample_spans(pages, hot_pages, self.round);
+                let sample = self.sample_spans(pages, self.round);
                 self.consumer
                     .reset(&sample)
                     .map_err(|e| self.collect_error(e))?;
@@ -213,7 +171,7 @@ impl AccessTracker for DirtyLogTracker {
                 self.consumer
                     .take(&sample, &mut self.pages)
                     .map_err(|e| self.collect_error(e))?;
-                Coverage::PerFrame(self.observed.clone())
+                Coverage::Fraction(f64::from(pages) / f64::from(pages_per_frame))
             }
         };
         let now = Instant::now();
@@ -226,24 +184,16 @@ impl AccessTracker for DirtyLogTracker {
                 sample.accessed[f] = sample.accessed[f].saturating_add(1);
             }
         }
-        if let Coverage::PerFrame(observed) = &sample.coverage {
-            mark_hot(&mut self.hot, observed, &sample.dirty);
-        }
         Ok(sample)
     }
 
     fn status(&self) -> TrackerStatus {
         let mut limitations =
             vec!["dirty-log: sees writes only; frames the guest only reads look cold".into()];
-        if let DirtyCoverage::Sample {
-            pages,
-            hot_pages,
-            window,
-        } = self.coverage
-        {
+        if let DirtyCoverage::Sample { pages, window } = self.coverage {
             limitations.push(format!(
-                "dirty-log: observes a rotating sample of {pages} pages per frame ({hot_pages} \
-                 in frames found hot) for {} ms per interval",
+                "dirty-log: observes a rotating sample of {pages} pages per frame for {} ms \
+                 per interval",
                 window.as_millis()
             ));
         }
@@ -269,12 +219,5 @@ mod tests {
         }
         assert_ne!(block_of(0, 3, blocks), block_of(1, 3, blocks));
         assert_eq!(block_of(9, 4, 0), 0);
-    }
-
-    #[test]
-    fn a_frame_is_hot_when_its_whole_sample_was_written() {
-        let mut hot = vec![true, false, true, false];
-        mark_hot(&mut hot, &[16, 16, 4, 0], &[16, 15, 3, 0]);
-        assert_eq!(hot, [true, false, false, false]);
     }
 }

@@ -64,12 +64,6 @@ pub struct FaultSampleConfig {
     pub interval: Duration,
     /// Pages per frame visit with [`SampleBudget::PagesPerSecond`].
     pub visit_pages: u32,
-    /// Pages a visit zaps in a frame whose previous visit saw every
-    /// zapped page touched (capped at the usual count). Such a frame is
-    /// hot: one page confirms it as well as four, and each touched page
-    /// stalls a vCPU for a userfault round trip; a frame whose pages
-    /// stop being touched gets the full count again on its next visit.
-    pub hot_visit_pages: u32,
     /// How long a zapped page is watched.
     pub window: Duration,
     /// Period of the rounds.
@@ -79,16 +73,14 @@ pub struct FaultSampleConfig {
 }
 
 impl Default for FaultSampleConfig {
-    /// 4 pages per frame per 200 ms interval (1 in a frame found hot),
-    /// 8 ms watch window, 10 ms rounds: what the KVM tests validate (see
-    /// docs/tracking.md for what it costs, and why more pages per round
-    /// is not better here).
+    /// 4 pages per frame per 200 ms interval, 8 ms watch window, 10 ms
+    /// rounds: what the KVM tests validate (see docs/tracking.md for what
+    /// it costs, and why more pages per round is not better here).
     fn default() -> Self {
         FaultSampleConfig {
             budget: SampleBudget::PagesPerFrame(4),
             interval: Duration::from_millis(200),
             visit_pages: 4,
-            hot_visit_pages: 1,
             window: Duration::from_millis(8),
             round: Duration::from_millis(10),
             seed: 0x5a4d_504c_4552,
@@ -115,11 +107,6 @@ impl FaultSampleConfig {
         if self.visit_pages == 0 {
             return Err(FaultConfigError::Zero {
                 what: "visit pages",
-            });
-        }
-        if self.hot_visit_pages == 0 {
-            return Err(FaultConfigError::Zero {
-                what: "hot visit pages",
             });
         }
         if self.window.is_zero() || self.window > self.round {
@@ -197,10 +184,6 @@ mod tests {
             },
             FaultSampleConfig {
                 visit_pages: 0,
-                ..ok
-            },
-            FaultSampleConfig {
-                hot_visit_pages: 0,
                 ..ok
             },
             FaultSampleConfig {

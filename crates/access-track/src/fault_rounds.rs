@@ -1,6 +1,5 @@
 //! The fault sampler's round thread: each round zaps one run of 4 KiB
-//! pages in each of the round's frames (a shorter one in frames found
-//! hot) (`MADV_DONTNEED` on the guest's
+//! pages in each of the round's frames (`MADV_DONTNEED` on the guest's
 //! host mapping: shmem keeps the pages, only the page-table entries go,
 //! and KVM's MMU notifier drops its own mappings of them), waits the
 //! watch window while the guard's handler counts the touched pages, then
@@ -82,7 +81,6 @@ impl Job {
         let frame_size = frames.frame_size();
         let pages_per_frame = (frame_size / PAGE).max(1) as u32;
         let (visit, per_round) = self.config.plan(count, pages_per_frame);
-        let hot_visit = self.config.hot_visit_pages.min(visit);
         let mut rng = self.config.seed | 1;
         let mut cursor = 0;
         let mut runs = Vec::with_capacity(per_round);
@@ -97,18 +95,13 @@ impl Job {
                 rng ^= rng << 13;
                 rng ^= rng >> 7;
                 rng ^= rng << 17;
-                let pages = if self.state.is_hot(frame) {
-                    hot_visit
-                } else {
-                    visit
-                };
-                let offset = rng % u64::from(pages_per_frame - pages + 1);
-                let (start, len) = (host + offset * PAGE, u64::from(pages) * PAGE);
+                let offset = rng % u64::from(pages_per_frame - visit + 1);
+                let (start, len) = (host + offset * PAGE, u64::from(visit) * PAGE);
                 let window = self.guard.lock_window();
                 if window.overlaps(host, frame_size) {
                     continue;
                 }
-                self.state.arm(frame, start, pages);
+                self.state.arm(frame, start, visit);
                 if zap(start, len).is_err() {
                     // Nothing was zapped: the pages will not fault.
                     guest_memory::migrate::MinorFaultSink::remapped(&*self.state, start, len);

@@ -4,9 +4,6 @@
 //! current interval.
 //!
 //! A page counts once: the first minor fault on an armed page disarms it.
-//! A frame whose armed pages of a round were all touched is marked hot
-//! until a round sees one of its pages untouched; the round thread zaps
-//! fewer pages in hot frames.
 //! A round's close disarms what is left (watched, not touched). A remap
 //! of a frame disarms its pages and takes them back out of the observed
 //! count: their outcome is unknown (the new mapping is populated, so they
@@ -44,11 +41,6 @@ pub struct SamplerTotals {
 struct Inner {
     /// Armed page → frame.
     armed: HashMap<u64, u32>,
-    /// Frames armed in the current round → (pages armed, pages touched);
-    /// `None` once a remap voided some of them (outcome unknown).
-    round: HashMap<u32, Option<(u32, u32)>>,
-    /// Per frame: every page armed in its last complete visit was touched.
-    hot: Vec<bool>,
     counts: Counts,
     totals: SamplerTotals,
 }
@@ -68,7 +60,6 @@ impl SampleState {
                     accessed: vec![0; frames],
                     dirty: vec![0; frames],
                 },
-                hot: vec![false; frames],
                 ..Default::default()
             }),
         }
@@ -87,9 +78,6 @@ impl SampleState {
         };
         *observed += pages;
         s.totals.zapped += u64::from(pages);
-        if let Some((armed, _)) = s.round.entry(frame as u32).or_insert(Some((0, 0))) {
-            *armed += pages;
-        }
         for p in 0..u64::from(pages) {
             s.armed.insert(start + p * PAGE, frame as u32);
         }
@@ -98,21 +86,8 @@ impl SampleState {
     /// Ends the watch window: pages still armed were not touched in time.
     pub fn close_round(&self) {
         let mut s = self.lock();
-        let inner = &mut *s;
-        inner.armed.clear();
-        for (frame, outcome) in inner.round.drain() {
-            if let (Some(hot), Some((armed, touched))) =
-                (inner.hot.get_mut(frame as usize), outcome)
-            {
-                *hot = armed > 0 && touched == armed;
-            }
-        }
-        inner.totals.rounds += 1;
-    }
-
-    /// Whether every page armed in `frame`'s last visit was touched.
-    pub fn is_hot(&self, frame: usize) -> bool {
-        self.lock().hot.get(frame).copied().unwrap_or(false)
+        s.armed.clear();
+        s.totals.rounds += 1;
     }
 
     /// The interval's counts (reset for the next one).
@@ -140,9 +115,6 @@ impl MinorFaultSink for SampleState {
                 s.counts.dirty[f] += 1;
             }
             s.totals.touched += 1;
-            if let Some(Some((_, touched))) = s.round.get_mut(&frame) {
-                *touched += 1;
-            }
         }
     }
 
@@ -156,7 +128,6 @@ impl MinorFaultSink for SampleState {
                 let observed = &mut inner.counts.observed[frame as usize];
                 *observed = observed.saturating_sub(1);
                 voided += 1;
-                inner.round.insert(frame, None);
             }
             !inside
         });
@@ -186,36 +157,6 @@ mod tests {
         s.take(&mut c);
         assert_eq!(c.observed, [0, 0], "reset after take");
         assert_eq!(s.totals().touched, 2);
-    }
-
-    #[test]
-    fn a_frame_is_hot_while_its_visits_see_every_page_touched() {
-        let s = SampleState::new(3);
-        s.arm(0, 0x1000, 2);
-        s.arm(1, 0x20_0000, 2);
-        s.minor_fault(0x1000, false);
-        s.minor_fault(0x2000, true);
-        s.minor_fault(0x20_0000, false);
-        assert!(!s.is_hot(0), "not before the round closes");
-        s.close_round();
-        assert!(s.is_hot(0));
-        assert!(!s.is_hot(1), "one page of two untouched");
-        assert!(!s.is_hot(2), "never visited");
-        // Frames not visited keep their mark; a visit with an untouched
-        // page clears it.
-        s.arm(1, 0x20_0000, 1);
-        s.minor_fault(0x20_0000, false);
-        s.close_round();
-        assert!(s.is_hot(0) && s.is_hot(1));
-        s.arm(0, 0x1000, 1);
-        s.close_round();
-        assert!(!s.is_hot(0));
-        // A remap voids the visit: the mark stays as it was.
-        s.arm(1, 0x20_0000, 1);
-        s.remapped(0x20_0000, 0x20_0000);
-        s.close_round();
-        assert!(s.is_hot(1));
-        assert!(!s.is_hot(7), "out of range");
     }
 
     #[test]

@@ -25,9 +25,7 @@ mod sample;
 pub use by_name::{TrackerBuildError, TrackerKind, UnknownTracker};
 pub use combined::{CombineError, CombinedTracker, combine};
 pub use dirty_log::{DirtyConsumer, DirtyLogError, KvmDirtyLog, Memslot, enable_manual_protect};
-pub use dirty_tracker::{
-    DEFAULT_HOT_SAMPLE_PAGES, DEFAULT_SAMPLE_PAGES, DEFAULT_WINDOW, DirtyCoverage, DirtyLogTracker,
-};
+pub use dirty_tracker::{DEFAULT_SAMPLE_PAGES, DEFAULT_WINDOW, DirtyCoverage, DirtyLogTracker};
 pub use fault_config::{FaultConfigError, FaultSampleConfig, SampleBudget};
 pub use fault_state::SamplerTotals;
 pub use fault_tracker::{FaultSampleError, FaultSampleTracker};
