@@ -57,6 +57,28 @@ pub fn relative_spread(samples: &[f64]) -> Option<f64> {
     ratio(max - min, median)
 }
 
+/// Two-sided 95 % quantiles of Student's t distribution for 1 to 30
+/// degrees of freedom; beyond, the normal 1.96 is within 4 %.
+const T_975: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+];
+
+/// Half-width of the 95 % confidence interval of the mean of `samples`
+/// (Student's t, samples taken as independent). `None` for fewer than two
+/// samples or a non-finite one.
+pub fn mean_margin_95(samples: &[f64]) -> Option<f64> {
+    let n = samples.len();
+    if n < 2 || samples.iter().any(|s| !s.is_finite()) {
+        return None;
+    }
+    let mean = mean(samples.iter().copied())?;
+    let variance = samples.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let t = T_975.get(n - 2).copied().unwrap_or(1.96);
+    Some(t * (variance / n as f64).sqrt())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +147,18 @@ mod tests {
         assert_eq!(ratio(1.0, f64::NAN), None);
         assert_eq!(ratio(1.0, f64::INFINITY), None);
         assert_eq!(ratio(f64::INFINITY, 1.0), None);
+    }
+
+    #[test]
+    fn margin_is_t_times_the_standard_error() {
+        // Mean 2, sample standard deviation 1, n = 3: 4.303 / sqrt(3).
+        let m = mean_margin_95(&[1.0, 2.0, 3.0]).unwrap();
+        assert!((m - 4.303 / 3f64.sqrt()).abs() < 1e-12, "{m}");
+        assert_eq!(mean_margin_95(&[5.0, 5.0]), Some(0.0));
+        assert_eq!(mean_margin_95(&[1.0]), None);
+        assert_eq!(mean_margin_95(&[1.0, f64::NAN]), None);
+        let many = vec![1.0; 40];
+        assert_eq!(mean_margin_95(&many), Some(0.0));
     }
 
     #[test]

@@ -91,6 +91,48 @@ fn quick_track_suite_reports_every_tracker_on_every_workload() {
             }
         }
     }
+    // Paired runs: every tracker on every workload, each phase of each
+    // run measured, tracked phases only where the schedule says.
+    let schedule = settings.paired_schedule();
+    let trackers: Vec<&str> = names[1..].to_vec();
+    let mut expected = Vec::new();
+    for w in ["hotset", "zipf"] {
+        for &t in &trackers {
+            expected.push((w.to_owned(), t.to_owned()));
+        }
+    }
+    let got: Vec<(String, String)> = result
+        .paired
+        .iter()
+        .map(|p| (p.workload.clone(), p.tracker.clone()))
+        .collect();
+    assert_eq!(got, expected);
+    for p in &result.paired {
+        let what = format!("paired {} {}", p.workload, p.tracker);
+        assert_eq!(p.runs.len(), settings.paired_repetitions, "{what}");
+        assert_eq!(
+            p.block_slowdowns.len(),
+            settings.paired_repetitions * settings.paired_blocks as usize,
+            "{what}"
+        );
+        for run in &p.runs {
+            let phases: Vec<u64> = run.phases.iter().map(|m| m.phase).collect();
+            let counted: Vec<u64> =
+                (u64::from(schedule.warmup)..u64::from(schedule.phases())).collect();
+            assert_eq!(phases, counted, "{what}");
+            for m in &run.phases {
+                assert_eq!(m.tracked, schedule.tracked(m.phase), "{what}");
+                assert!(finite_positive(m.mops), "{what}: {m:?}");
+            }
+        }
+        let slowdown = p.slowdown.unwrap();
+        assert!(slowdown.is_finite() && slowdown < 1.0, "{what}: {slowdown}");
+        assert!(finite_positive(p.untracked_mops) && finite_positive(p.tracked_mops));
+        // The tracker ran.
+        let c = p.cost.as_ref().unwrap_or_else(|| panic!("{what}: no cost"));
+        assert!(c.calls >= settings.paired_repetitions, "{what}: {c:?}");
+    }
+
     let judged: Vec<u64> = result
         .target
         .per_interval
@@ -113,7 +155,10 @@ fn quick_track_suite_reports_every_tracker_on_every_workload() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     svgs.sort();
-    assert_eq!(svgs, ["track-heat.svg", "track-throughput.svg"]);
+    assert_eq!(
+        svgs,
+        ["track-heat.svg", "track-paired.svg", "track-throughput.svg"]
+    );
     for name in &svgs {
         assert!(
             fs::read_to_string(svg.join(name))
@@ -126,6 +171,7 @@ fn quick_track_suite_reports_every_tracker_on_every_workload() {
     let markdown = fs::read_to_string(&md).unwrap();
     assert!(markdown.contains("### track: "));
     assert!(markdown.contains("| workload | tracker | interval | Mops/s |"));
+    assert!(markdown.contains("| workload | tracker | interval | untracked Mops/s |"));
     assert!(markdown.contains("| 1 TiB | 524288 |"));
 }
 

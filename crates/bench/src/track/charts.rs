@@ -1,10 +1,12 @@
 //! The track suite's pictures: guest throughput of every run in
 //! repetition order (tracked runs next to the untracked ones they are
-//! compared with), and heat-model time against the number of frames.
+//! compared with), tracked against untracked throughput of every block of
+//! the paired runs, and heat-model time against the number of frames.
 
 use std::path::{Path, PathBuf};
 
 use super::result::TrackResult;
+use super::settings::TARGET_MAX_SLOWDOWN;
 use super::trackers::NONE;
 use crate::plot::{LineChart, PlotError, Rgb, Series, Stroke, XAxis, YAxis};
 
@@ -26,13 +28,15 @@ const PALETTE: [[Rgb; 4]; 2] = [
 const UPDATE_FULL: Rgb = Rgb(31, 119, 180);
 const UPDATE_SAMPLED: Rgb = Rgb(44, 160, 44);
 const HOTTEST: Rgb = Rgb(214, 39, 40);
+const TARGET: Rgb = Rgb(214, 39, 40);
 
-/// Writes `track-throughput.svg` and `track-heat.svg` into `dir` (which
-/// must exist) and returns the paths.
+/// Writes `track-throughput.svg`, `track-paired.svg` and `track-heat.svg`
+/// into `dir` (which must exist) and returns the paths.
 pub fn write_svgs(result: &TrackResult, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     let mut written = Vec::new();
     for (name, chart) in [
         ("track-throughput.svg", throughput_chart(result)),
+        ("track-paired.svg", paired_chart(result)),
         ("track-heat.svg", heat_chart(result)),
     ] {
         let path = dir.join(name);
@@ -80,6 +84,67 @@ pub fn throughput_chart(result: &TrackResult) -> LineChart {
             .into_iter()
             .filter(|s| !s.points.is_empty())
             .collect(),
+    }
+}
+
+/// Per block of the paired runs, tracked phases' throughput as a share of
+/// the untracked phases', with the target as a reference line.
+pub fn paired_chart(result: &TrackResult) -> LineChart {
+    let blocks = result
+        .paired
+        .iter()
+        .map(|p| p.block_slowdowns.len())
+        .max()
+        .unwrap_or(1);
+    let x_range = (0.5, blocks as f64 + 0.5);
+    let workloads: Vec<&str> = result
+        .workloads
+        .iter()
+        .map(|w| w.workload.as_str())
+        .collect();
+    let mut series: Vec<Series> = result
+        .paired
+        .iter()
+        .map(|p| {
+            let w_index = workloads.iter().position(|w| *w == p.workload).unwrap_or(0);
+            let t_index = result
+                .settings
+                .trackers
+                .iter()
+                .position(|t| *t == p.tracker)
+                .unwrap_or(1);
+            let colors = PALETTE[w_index % PALETTE.len()];
+            Series {
+                label: format!("{}, {} every {} ms", p.workload, p.tracker, p.interval_ms),
+                points: p
+                    .block_slowdowns
+                    .iter()
+                    .enumerate()
+                    .map(|(b, s)| ((b + 1) as f64, (1.0 - s) * 100.0))
+                    .collect(),
+                color: colors[t_index.min(colors.len() - 1)],
+                stroke: Stroke::Solid,
+            }
+        })
+        .collect();
+    series.push(Series::horizontal(
+        format!(
+            "target: {:.0}% (≤ {:.0}% slower)",
+            (1.0 - TARGET_MAX_SLOWDOWN) * 100.0,
+            TARGET_MAX_SLOWDOWN * 100.0
+        ),
+        (1.0 - TARGET_MAX_SLOWDOWN) * 100.0,
+        x_range,
+        TARGET,
+    ));
+    LineChart {
+        title: "track: tracked against untracked phases of the same VM, per block".to_owned(),
+        x_label: "block of 4 phases (ABBA, BAAB; runs one after another)".to_owned(),
+        y_label: "tracked / untracked throughput, %".to_owned(),
+        x_range,
+        x_axis: XAxis::WholeNumbers,
+        y_axis: YAxis::LinearFromZero,
+        series,
     }
 }
 
@@ -137,6 +202,25 @@ mod tests {
     }
 
     #[test]
+    fn paired_chart_has_a_line_per_workload_and_the_target() {
+        let chart = paired_chart(&sample_track_result());
+        let labels: Vec<&str> = chart.series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "hotset, dirty-log every 200 ms",
+                "zipf, dirty-log every 200 ms",
+                "target: 97% (≤ 3% slower)"
+            ]
+        );
+        let hotset = &chart.series[0].points;
+        assert_eq!(hotset.len(), 2, "two runs of one block");
+        assert!((hotset[0].1 - 97.0).abs() < 1e-9, "{hotset:?}");
+        assert_eq!(chart.x_range, (0.5, 2.5));
+        assert_eq!(chart.series[2].stroke, Stroke::Dashed);
+    }
+
+    #[test]
     fn heat_chart_spans_every_size() {
         let chart = heat_chart(&sample_track_result());
         assert_eq!(chart.x_range, (8.5, 19.5));
@@ -145,11 +229,11 @@ mod tests {
     }
 
     #[test]
-    fn writes_both_files() {
+    fn writes_every_file() {
         let dir = std::env::temp_dir().join(format!("bench-track-charts-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let written = write_svgs(&sample_track_result(), &dir).unwrap();
-        assert_eq!(written.len(), 2);
+        assert_eq!(written.len(), 3);
         for path in &written {
             assert!(std::fs::read_to_string(path).unwrap().contains("</svg>"));
         }

@@ -15,7 +15,7 @@ use thiserror::Error;
 use access_track::{AccessTracker, FaultSampleConfig, TrackerError, TrackerKind};
 use guest_memory::{BackendSpec, MemoryConfig, Placement, TierSpec};
 use tiering::{HeatConfig, HeatError, HeatModel};
-use vmm::guest_state::PhaseReport;
+use vmm::guest_state::{GuestState, PhaseReport};
 use vmm::migration::MigrationConfig;
 use vmm::vm::{PayloadSource, Vm, VmConfig, VmEnd, VmError};
 
@@ -26,7 +26,7 @@ use super::trackers::TrackerSpec;
 /// How often the VM runner wakes while the guest runs.
 const TICK: Duration = Duration::from_millis(100);
 /// Longest the collector sleeps before looking at the stop flag.
-const NAP: Duration = Duration::from_millis(20);
+pub(super) const NAP: Duration = Duration::from_millis(20);
 /// Seconds a run may take beyond its phases (boot, warm-up writes).
 const SLACK_SECS: f64 = 120.0;
 
@@ -101,10 +101,10 @@ pub struct Collects {
     pub accessed_pages: u64,
 }
 
-/// The VM configuration of a run of `args` (the tracker adds what it
-/// needs when the VM is created).
-pub fn vm_config(settings: &TrackSettings, args: &str) -> VmConfig {
-    let seconds = f64::from(settings.phases) * settings.phase_seconds + SLACK_SECS;
+/// The VM configuration of a run of `args`, a workload of `phases`
+/// phases (the tracker adds what it needs when the VM is created).
+pub fn vm_config(settings: &TrackSettings, args: &str, phases: u32) -> VmConfig {
+    let seconds = f64::from(phases) * settings.phase_seconds + SLACK_SECS;
     VmConfig {
         vcpus: settings.vcpus,
         memory: MemoryConfig {
@@ -138,37 +138,9 @@ pub fn run_once(
     tracker: &TrackerSpec,
     interval: Duration,
 ) -> Result<RunMeasurement, RunError> {
-    let config = vm_config(settings, args);
-    let kinds: Vec<TrackerKind> = tracker.kind.into_iter().collect();
-    let mut vm =
-        Vm::with_trackers(&config, Arc::new(|_, _| {}), &kinds).map_err(RunError::Create)?;
-    let attached = tracker
-        .kind
-        .map(|kind| vm.tracker(kind, FaultSampleConfig::default()))
-        .transpose()
-        .map_err(RunError::Attach)?;
-    let done = AtomicBool::new(false);
-    let done = &done;
-    let (end, collects) = thread::scope(|scope| {
-        let collector = attached
-            .map(|t| {
-                thread::Builder::new()
-                    .name("tierbench-track".to_owned())
-                    .spawn_scoped(scope, move || collect_loop(t, interval, done))
-                    .map_err(RunError::Spawn)
-            })
-            .transpose()?;
-        let end = vm.run(TICK, &mut |_, _| {});
-        done.store(true, Ordering::Release);
-        let collects = collector
-            .map(|h| h.join().map_err(|_| RunError::CollectorPanicked)?)
-            .transpose()?;
-        Ok::<_, RunError>((end.map_err(RunError::Run)?, collects))
+    let (reports, collects) = run_vm(settings, args, settings.phases, tracker, |t, _, done| {
+        collect_loop(t, interval, done)
     })?;
-    if end != VmEnd::Success {
-        return Err(RunError::Guest(end.describe()));
-    }
-    let reports = vm.state().reports();
     let mops = throughput(
         &reports,
         settings.vcpus,
@@ -178,15 +150,59 @@ pub fn run_once(
     Ok(RunMeasurement { mops, collects })
 }
 
-/// Calls `collect()` every `interval` (fixed rate) until `done`, timing
-/// each call, and feeds the samples to a heat model.
+/// Runs `args` (a workload of `phases` phases) in a fresh VM with
+/// `tracker`, whose collector `collect` drives from a host thread until
+/// told the guest is `done`. Returns the guest's phase reports and what
+/// the collector returned (`None` without a tracker).
+pub(super) fn run_vm<T: Send>(
+    settings: &TrackSettings,
+    args: &str,
+    phases: u32,
+    tracker: &TrackerSpec,
+    collect: impl FnOnce(Box<dyn AccessTracker>, &GuestState, &AtomicBool) -> Result<T, RunError> + Send,
+) -> Result<(Vec<PhaseReport>, Option<T>), RunError> {
+    let config = vm_config(settings, args, phases);
+    let kinds: Vec<TrackerKind> = tracker.kind.into_iter().collect();
+    let mut vm =
+        Vm::with_trackers(&config, Arc::new(|_, _| {}), &kinds).map_err(RunError::Create)?;
+    let attached = tracker
+        .kind
+        .map(|kind| vm.tracker(kind, FaultSampleConfig::default()))
+        .transpose()
+        .map_err(RunError::Attach)?;
+    let state = Arc::clone(vm.state());
+    let done = AtomicBool::new(false);
+    let done = &done;
+    let (end, collected) = thread::scope(|scope| {
+        let state = &state;
+        let collector = attached
+            .map(|t| {
+                thread::Builder::new()
+                    .name("tierbench-track".to_owned())
+                    .spawn_scoped(scope, move || collect(t, state, done))
+                    .map_err(RunError::Spawn)
+            })
+            .transpose()?;
+        let end = vm.run(TICK, &mut |_, _| {});
+        done.store(true, Ordering::Release);
+        let collected = collector
+            .map(|h| h.join().map_err(|_| RunError::CollectorPanicked)?)
+            .transpose()?;
+        Ok::<_, RunError>((end.map_err(RunError::Run)?, collected))
+    })?;
+    if end != VmEnd::Success {
+        return Err(RunError::Guest(end.describe()));
+    }
+    Ok((state.reports(), collected))
+}
+
+/// Calls `collect()` every `interval` (fixed rate) until `done`.
 fn collect_loop(
-    mut tracker: Box<dyn AccessTracker>,
+    tracker: Box<dyn AccessTracker>,
     interval: Duration,
     done: &AtomicBool,
 ) -> Result<Collects, RunError> {
-    let mut collects = Collects::default();
-    let mut model: Option<HeatModel> = None;
+    let mut collector = Collector::new(tracker);
     let mut next = Instant::now() + interval;
     loop {
         while !done.load(Ordering::Acquire) {
@@ -197,14 +213,39 @@ fn collect_loop(
             thread::sleep(left.min(NAP));
         }
         if done.load(Ordering::Acquire) {
-            return Ok(collects);
+            return Ok(collector.finish());
         }
         next += interval;
+        collector.collect()?;
+    }
+}
+
+/// A tracker whose `collect()` calls are timed and fed to a heat model,
+/// as the tiering engine would feed it.
+pub(super) struct Collector {
+    tracker: Box<dyn AccessTracker>,
+    model: Option<HeatModel>,
+    collects: Collects,
+}
+
+impl Collector {
+    /// Times the calls of `tracker`.
+    pub(super) fn new(tracker: Box<dyn AccessTracker>) -> Self {
+        Self {
+            tracker,
+            model: None,
+            collects: Collects::default(),
+        }
+    }
+
+    /// One timed `collect()`, its sample counted and fed to the model.
+    pub(super) fn collect(&mut self) -> Result<(), RunError> {
         let cpu_start = thread_cpu_time().map_err(RunError::Clock)?;
         let wall_start = Instant::now();
-        let sample = tracker.collect()?;
+        let sample = self.tracker.collect()?;
         let wall = wall_start.elapsed();
         let cpu = thread_cpu_time().map_err(RunError::Clock)? - cpu_start;
+        let collects = &mut self.collects;
         collects.cpu.push(cpu);
         collects.wall.push(wall);
         collects.dirty_pages += sample.dirty.iter().map(|&d| u64::from(d)).sum::<u64>();
@@ -214,15 +255,21 @@ fn collect_loop(
             .zip(&sample.dirty)
             .map(|(&a, &d)| u64::from(a.max(d)))
             .sum::<u64>();
-        let model = match &mut model {
+        let model = match &mut self.model {
             Some(m) => m,
-            None => model.insert(HeatModel::new(
+            None => self.model.insert(HeatModel::new(
                 sample.frames(),
                 sample.pages_per_frame,
                 HeatConfig::default(),
             )?),
         };
         model.update(&sample)?;
+        Ok(())
+    }
+
+    /// Every call made.
+    pub(super) fn finish(self) -> Collects {
+        self.collects
     }
 }
 
@@ -307,7 +354,7 @@ mod tests {
     #[test]
     fn vm_config_runs_the_workload_without_migration() {
         let settings = TrackSettings::new(true, None).unwrap();
-        let config = vm_config(&settings, "hotset");
+        let config = vm_config(&settings, "hotset", settings.phases);
         assert_eq!(config.memory.tiers.len(), 1);
         assert_eq!(config.memory.size, settings.guest_bytes);
         assert!(!config.dirty_log_tracking);

@@ -6,6 +6,7 @@ use thiserror::Error;
 
 use crate::size::format_size;
 
+use super::phase_schedule::PhaseSchedule;
 use super::trackers::{NONE, TRACKERS};
 use crate::guest_size::{GuestSizeError, check_guest_size};
 
@@ -52,6 +53,14 @@ pub const QUICK_HEAT_REPETITIONS: usize = 3;
 /// Frames of the heat-model measurement: 1 GiB, 64 GiB and 1 TiB of 2 MiB
 /// frames, as issue 4 asks.
 pub const HEAT_FRAMES: [usize; 3] = [512, 32 << 10, 512 << 10];
+/// Blocks of four phases (ABBA, BAAB) per paired run, full run.
+pub const FULL_PAIRED_BLOCKS: u32 = 3;
+/// Blocks per paired run in `--quick` mode.
+pub const QUICK_PAIRED_BLOCKS: u32 = 1;
+/// Paired runs (fresh VMs) per workload and tracker, full run.
+pub const FULL_PAIRED_REPETITIONS: usize = 2;
+/// Paired runs per workload and tracker in `--quick` mode.
+pub const QUICK_PAIRED_REPETITIONS: usize = 1;
 /// The issue-4 target: guest slowdown with a tracker, at most.
 pub const TARGET_MAX_SLOWDOWN: f64 = 0.03;
 
@@ -89,6 +98,13 @@ pub struct TrackSettings {
     pub phase_seconds: f64,
     /// Interleaved repetitions.
     pub repetitions: usize,
+    /// Blocks of four phases in each paired run (tracked and untracked
+    /// phases in one VM).
+    #[serde(default)]
+    pub paired_blocks: u32,
+    /// Paired runs per workload and tracker.
+    #[serde(default)]
+    pub paired_repetitions: usize,
     /// Frame counts of the heat-model measurement.
     pub heat_frames: Vec<usize>,
     /// Timed repetitions of each heat-model operation.
@@ -125,6 +141,16 @@ impl TrackSettings {
             } else {
                 FULL_REPETITIONS
             },
+            paired_blocks: if quick {
+                QUICK_PAIRED_BLOCKS
+            } else {
+                FULL_PAIRED_BLOCKS
+            },
+            paired_repetitions: if quick {
+                QUICK_PAIRED_REPETITIONS
+            } else {
+                FULL_PAIRED_REPETITIONS
+            },
             heat_frames: HEAT_FRAMES.to_vec(),
             heat_repetitions: if quick {
                 QUICK_HEAT_REPETITIONS
@@ -137,12 +163,21 @@ impl TrackSettings {
     /// The payload's workload string for `workload` (`hotset` or `zipf`
     /// with their default parameters) over the suite's buffer.
     pub fn workload_args(&self, workload: &str) -> String {
+        self.workload_args_of(workload, self.phases)
+    }
+
+    /// The same with `phases` phases.
+    pub fn workload_args_of(&self, workload: &str, phases: u32) -> String {
         format!(
-            "{workload}:size={}M,phases={},seconds={}",
+            "{workload}:size={}M,phases={phases},seconds={}",
             self.buffer_bytes >> 20,
-            self.phases,
             self.phase_seconds
         )
+    }
+
+    /// Which phases of a paired run are tracked.
+    pub fn paired_schedule(&self) -> PhaseSchedule {
+        PhaseSchedule::new(self.warmup_phases, self.paired_blocks)
     }
 
     /// What each repetition runs per workload: the untracked baseline,
@@ -174,7 +209,9 @@ impl TrackSettings {
              {} buffer ({} phases of {} s, the first not counted); trackers {} at their default \
              settings, collect() every {} ms from one host thread that also feeds the heat \
              model; {} interleaved repetitions, each running every tracker and interval once \
-             (order alternating), a fresh VM per run",
+             (order alternating), a fresh VM per run; then {} paired runs per workload and \
+             tracker, each a fresh VM of {} blocks of 4 phases in which the tracker runs in \
+             half (ABBA, BAAB)",
             format_size(self.guest_bytes),
             self.vcpus,
             format_size(self.frame_size),
@@ -189,6 +226,8 @@ impl TrackSettings {
                 .collect::<Vec<_>>()
                 .join(" and "),
             self.repetitions,
+            self.paired_repetitions,
+            self.paired_blocks,
         )
     }
 }
