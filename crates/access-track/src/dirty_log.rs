@@ -7,7 +7,9 @@
 //! protection), clears the set bits of the harvested range in KVM
 //! (`KVM_CLEAR_DIRTY_LOG`, which write-protects those pages again so the
 //! next write re-marks them) and ORs them into every consumer's pending
-//! bitmap. Each consumer then takes its own pending bits.
+//! bitmap. Each consumer then takes its own pending bits, or *peeks* at
+//! them and KVM's without harvesting (the sampled tracker's read after its
+//! window, which leaves the pages written there writable).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -172,6 +174,34 @@ impl KvmDirtyLog {
         Some((i, first, end))
     }
 
+    /// The page ranges of `spans`, grouped by the index of their slot;
+    /// slots without a range are left out.
+    fn ranges_by_slot(&self, spans: &[GpaSpan]) -> Vec<(usize, Vec<(u64, u64)>)> {
+        let mut by_slot: Vec<Vec<(u64, u64)>> = vec![Vec::new(); self.shared.slots.len()];
+        for &span in spans {
+            if let Some((i, first, end)) = self.locate(span) {
+                by_slot[i].push((first, end));
+            }
+        }
+        by_slot
+            .into_iter()
+            .enumerate()
+            .filter(|(_, r)| !r.is_empty())
+            .collect()
+    }
+
+    /// KVM's dirty bitmap of `slot` (with manual protection, reading it
+    /// neither clears nor re-protects anything).
+    fn get(&self, slot: Memslot) -> Result<Vec<u64>, DirtyLogError> {
+        self.shared
+            .vm
+            .get_dirty_log(slot.slot, slot.len as usize)
+            .map_err(|source| DirtyLogError::Get {
+                slot: slot.slot,
+                source,
+            })
+    }
+
     /// Moves KVM's dirty bits of `spans` into every consumer's pending
     /// bitmap and clears (re-protects) them in KVM.
     fn harvest(&self, spans: &[GpaSpan]) -> Result<(), DirtyLogError> {
@@ -186,26 +216,13 @@ impl KvmDirtyLog {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let mut by_slot: Vec<Vec<(u64, u64)>> = vec![Vec::new(); self.shared.slots.len()];
-        for &span in spans {
-            if let Some((i, first, end)) = self.locate(span) {
-                by_slot[i].push((first, end));
-            }
-        }
-        for (i, ranges) in by_slot.iter().enumerate().filter(|(_, r)| !r.is_empty()) {
+        for (i, ranges) in self.ranges_by_slot(spans) {
             let slot = self.shared.slots[i];
-            let bitmap = self
-                .shared
-                .vm
-                .get_dirty_log(slot.slot, slot.len as usize)
-                .map_err(|source| DirtyLogError::Get {
-                    slot: slot.slot,
-                    source,
-                })?;
+            let bitmap = self.get(slot)?;
             // Only the requested ranges are harvested: other pages keep
             // their bits in KVM for a later harvest.
             let mut mine = vec![0u64; bitmap.len()];
-            for &(first, end) in ranges {
+            for (first, end) in ranges {
                 for page in first..end {
                     let (w, b) = ((page / 64) as usize, 1u64 << (page % 64));
                     if bitmap.get(w).is_some_and(|word| word & b != 0) {
@@ -224,48 +241,52 @@ impl KvmDirtyLog {
     }
 
     /// `KVM_CLEAR_DIRTY_LOG` for the set bits of `bits` (a whole-slot
-    /// bitmap), in 64-page aligned windows as the API requires.
+    /// bitmap), in one call from the first set word to the last: KVM
+    /// skips zero words and flushes the guest's TLBs once per call, and a
+    /// flush kicks every vCPU. Sparse sets (a few pages per frame) used to
+    /// take one call, and one flush, per frame.
     fn clear(&self, slot: Memslot, bits: &[u64]) -> Result<(), DirtyLogError> {
-        let pages = slot.pages();
-        let mut w = 0;
-        while w < bits.len() {
-            if bits[w] == 0 {
-                w += 1;
-                continue;
-            }
-            let start = w;
-            while w < bits.len() && bits[w] != 0 {
-                w += 1;
-            }
-            let first_page = start as u64 * 64;
-            let num_pages = ((w - start) as u64 * 64).min(pages - first_page);
-            let mut window: Vec<u64> = bits[start..w].to_vec();
-            let mut arg = kvm_clear_dirty_log {
+        let Some((start, end)) = set_words(bits) else {
+            return Ok(());
+        };
+        // 64-page aligned start, as the API requires; the length is a
+        // multiple of 64 pages or reaches the end of the slot.
+        let first_page = start as u64 * 64;
+        let num_pages = ((end - start) as u64 * 64).min(slot.pages() - first_page);
+        let mut window: Vec<u64> = bits[start..end].to_vec();
+        let mut arg = kvm_clear_dirty_log {
+            slot: slot.slot,
+            num_pages: num_pages as u32,
+            first_page,
+            ..Default::default()
+        };
+        arg.__bindgen_anon_1.dirty_bitmap = window.as_mut_ptr().cast();
+        // SAFETY: `arg` is a valid kvm_clear_dirty_log whose bitmap
+        // points to `window`, which covers `num_pages` bits and lives
+        // across the call; KVM only reads it.
+        let rc = unsafe {
+            libc::ioctl(
+                std::os::fd::AsRawFd::as_raw_fd(&*self.shared.vm),
+                KVM_CLEAR_DIRTY_LOG as libc::c_ulong,
+                &arg,
+            )
+        };
+        if rc < 0 {
+            return Err(DirtyLogError::Clear {
                 slot: slot.slot,
-                num_pages: num_pages as u32,
-                first_page,
-                ..Default::default()
-            };
-            arg.__bindgen_anon_1.dirty_bitmap = window.as_mut_ptr().cast();
-            // SAFETY: `arg` is a valid kvm_clear_dirty_log whose bitmap
-            // points to `window`, which covers `num_pages` bits and lives
-            // across the call; KVM only reads it.
-            let rc = unsafe {
-                libc::ioctl(
-                    std::os::fd::AsRawFd::as_raw_fd(&*self.shared.vm),
-                    KVM_CLEAR_DIRTY_LOG as libc::c_ulong,
-                    &arg,
-                )
-            };
-            if rc < 0 {
-                return Err(DirtyLogError::Clear {
-                    slot: slot.slot,
-                    source: std::io::Error::last_os_error(),
-                });
-            }
+                source: std::io::Error::last_os_error(),
+            });
         }
         Ok(())
     }
+}
+
+/// The words `[first set, last set]` of `bits`, as a range; `None` when
+/// no bit is set.
+fn set_words(bits: &[u64]) -> Option<(usize, usize)> {
+    let first = bits.iter().position(|w| *w != 0)?;
+    let last = bits.iter().rposition(|w| *w != 0)?;
+    Some((first, last + 1))
 }
 
 impl DirtyConsumer {
@@ -285,6 +306,51 @@ impl DirtyConsumer {
                 }
             }
         }
+    }
+
+    /// Appends to `out` the pages of `spans` written since their last
+    /// harvest (this consumer's pending bits and KVM's bits) without
+    /// harvesting them: KVM keeps its bits and the pages stay writable, so
+    /// a page the guest goes on writing takes no second fault. For a
+    /// consumer that arms its pages with
+    /// [`DirtySource::reset`] before each look (the sampled tracker);
+    /// every other consumer still gets these bits at its next harvest.
+    pub fn peek(&self, spans: &[GpaSpan], out: &mut Vec<u64>) -> Result<(), DirtyLogError> {
+        // Under the harvest lock, so no harvest moves a bit from KVM into
+        // the pending bitmap between the two reads below.
+        let _one = self
+            .log
+            .shared
+            .harvest
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for (i, ranges) in self.log.ranges_by_slot(spans) {
+            let slot = self.log.shared.slots[i];
+            let bitmap = self.log.get(slot)?;
+            for (first, end) in ranges {
+                for page in first..end {
+                    let (w, b) = ((page / 64) as usize, 1u64 << (page % 64));
+                    let pending = self.pending.slots[i][w].fetch_and(!b, Ordering::SeqCst) & b;
+                    let kvm = bitmap.get(w).map_or(0, |word| word & b);
+                    if pending | kvm != 0 {
+                        out.push(slot.gpa + page * PAGE);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for DirtyConsumer {
+    /// Unsubscribes: later harvests no longer fan out to this consumer.
+    fn drop(&mut self) {
+        self.log
+            .shared
+            .consumers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|p| !Arc::ptr_eq(p, &self.pending));
     }
 }
 
@@ -314,5 +380,13 @@ mod tests {
     fn clear_ioctl_number_matches_the_uapi() {
         // linux/kvm.h: _IOWR(KVMIO, 0xc0, struct kvm_clear_dirty_log), 24 bytes.
         assert_eq!(KVM_CLEAR_DIRTY_LOG, 0xc018_aec0);
+    }
+
+    #[test]
+    fn one_clear_spans_the_first_to_the_last_set_word() {
+        assert_eq!(set_words(&[0, 0, 0]), None);
+        assert_eq!(set_words(&[]), None);
+        assert_eq!(set_words(&[0, 1 << 9, 0, 0, 1, 0]), Some((1, 5)));
+        assert_eq!(set_words(&[u64::MAX]), Some((0, 1)));
     }
 }

@@ -15,8 +15,11 @@
 //! scale with the sample; the short window makes the evidence a measure of
 //! write frequency (a page written every few milliseconds shows, one
 //! written a few times a second mostly does not), where a whole interval
-//! would mark nearly every page of a busy guest. Pages outside the sample
-//! keep their bit set in KVM and stay writable. Full coverage (every page,
+//! would mark nearly every page of a busy guest. The read after the window
+//! is a peek: it leaves the bits in KVM, so the pages written stay
+//! writable and a page the guest keeps writing faults once per interval,
+//! not again right after the window. Pages outside the sample keep their
+//! bit set in KVM and stay writable. Full coverage (every page,
 //! the whole interval) is available for tests and short measurements.
 
 use std::sync::Arc;
@@ -169,7 +172,7 @@ impl AccessTracker for DirtyLogTracker {
                     .map_err(|e| self.collect_error(e))?;
                 std::thread::sleep(window);
                 self.consumer
-                    .take(&sample, &mut self.pages)
+                    .peek(&sample, &mut self.pages)
                     .map_err(|e| self.collect_error(e))?;
                 Coverage::Fraction(f64::from(pages) / f64::from(pages_per_frame))
             }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use access_track::{AccessTracker, DirtyCoverage, DirtyLogTracker, TrackerKind};
+use guest_memory::migrate::DirtySource;
 use guest_memory::{Placement, TierSpec};
 use vmm::migration::{MigrationConfig, MigratorKind};
 use vmm::vm::{PayloadSource, Vm, VmConfig, VmEnd};
@@ -56,9 +57,9 @@ fn dirty_log_keeps_tracking_while_frames_migrate() {
     }
 }
 
-/// Heat of the buffer's frames after a run of `args`, as the share of
-/// buffer frames that look hot (any evidence).
-fn hot_share(args: &str) -> f64 {
+/// A 1-vCPU VM of 256 MiB on one memfd tier with dirty logging on,
+/// running the payload workload `args`.
+fn logged_vm(args: &str) -> Vm {
     let memory = 256 * MIB;
     let config = VmConfig {
         vcpus: 1,
@@ -76,7 +77,13 @@ fn hot_share(args: &str) -> f64 {
         tiering: None,
         migration: MigrationConfig::default(),
     };
-    let mut vm = Vm::new(&config, Arc::new(|_, _| {})).unwrap();
+    Vm::new(&config, Arc::new(|_, _| {})).unwrap()
+}
+
+/// Heat of the buffer's frames after a run of `args`, as the share of
+/// buffer frames that look hot (any evidence).
+fn hot_share(args: &str) -> f64 {
+    let mut vm = logged_vm(args);
     let mem = vm.memory().clone();
     let free = vm.first_free_range().unwrap();
     // Full coverage: this reads what the log saw over the whole run.
@@ -115,4 +122,46 @@ fn dirty_log_sees_writes_and_not_reads() {
         hot_share("stream:size=128M,op=read,phases=1,seconds=1") < 0.05,
         "reads leave no dirty bits"
     );
+}
+
+/// The sampled tracker's look after its window is a peek: the pages stay
+/// armed-off (writable, their bits kept in KVM) and no other consumer of
+/// the log loses a bit to it.
+#[test]
+fn a_peek_keeps_the_bits_in_kvm_for_every_consumer() {
+    let _alone = crate::rig::alone();
+    let mut vm = logged_vm("stream:size=128M,op=write,phases=1,seconds=1");
+    let log = vm.dirty_log().unwrap().clone();
+    let free = vm.first_free_range().unwrap();
+    let spans = [(free.start, 64 * MIB)];
+    let (peeker, other) = (log.subscribe(), log.subscribe());
+    let state = vm.state().clone();
+    std::thread::scope(|s| {
+        let look = s.spawn(|| {
+            while state.phase_starts().is_empty() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other.reset(&spans).unwrap();
+            peeker.reset(&spans).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+            let (mut first, mut again, mut taken) = (Vec::new(), Vec::new(), Vec::new());
+            peeker.peek(&spans, &mut first).unwrap();
+            peeker.peek(&spans, &mut again).unwrap();
+            other.take(&spans, &mut taken).unwrap();
+            (first, again, taken)
+        });
+        assert_eq!(
+            vm.run(Duration::from_millis(100), &mut |_, _| {}).unwrap(),
+            VmEnd::Success
+        );
+        let (first, again, taken) = look.join().unwrap();
+        assert!(first.len() > 64, "the window saw writes: {}", first.len());
+        let missing = |later: &[u64]| first.iter().filter(|p| !later.contains(p)).count();
+        assert_eq!(missing(&again), 0, "a second peek still sees every page");
+        assert_eq!(
+            missing(&taken),
+            0,
+            "the other consumer still gets every bit"
+        );
+    });
 }
