@@ -115,7 +115,7 @@ pub fn paired_chart(result: &TrackResult) -> LineChart {
                 .unwrap_or(1);
             let colors = PALETTE[w_index % PALETTE.len()];
             Series {
-                label: format!("{}, {} every {} ms", p.workload, p.tracker, p.interval_ms),
+                label: format!("{}, {}", p.workload, p.label()),
                 points: p
                     .block_slowdowns
                     .iter()

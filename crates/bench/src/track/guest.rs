@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use access_track::{AccessTracker, FaultSampleConfig, TrackerError, TrackerKind};
-use guest_memory::{BackendSpec, MemoryConfig, Placement, TierSpec};
+use access_track::{AccessTracker, FaultSampleConfig, KvmDirtyLog, TrackerError, TrackerKind};
+use guest_memory::migrate::WriteGuard;
+use guest_memory::{BackendSpec, MemoryConfig, Placement, TierSpec, TieredMemory};
 use tiering::{HeatConfig, HeatError, HeatModel};
 use vmm::guest_state::{GuestState, PhaseReport};
 use vmm::migration::MigrationConfig;
@@ -138,8 +139,8 @@ pub fn run_once(
     tracker: &TrackerSpec,
     interval: Duration,
 ) -> Result<RunMeasurement, RunError> {
-    let (reports, collects) = run_vm(settings, args, settings.phases, tracker, |t, _, done| {
-        collect_loop(t, interval, done)
+    let (reports, collects) = run_vm(settings, args, settings.phases, tracker, |c, _, done| {
+        collect_loop(c, interval, done)
     })?;
     let mops = throughput(
         &reports,
@@ -159,7 +160,7 @@ pub(super) fn run_vm<T: Send>(
     args: &str,
     phases: u32,
     tracker: &TrackerSpec,
-    collect: impl FnOnce(Box<dyn AccessTracker>, &GuestState, &AtomicBool) -> Result<T, RunError> + Send,
+    collect: impl FnOnce(Collector, &GuestState, &AtomicBool) -> Result<T, RunError> + Send,
 ) -> Result<(Vec<PhaseReport>, Option<T>), RunError> {
     let config = vm_config(settings, args, phases);
     let kinds: Vec<TrackerKind> = tracker.kind.into_iter().collect();
@@ -167,9 +168,15 @@ pub(super) fn run_vm<T: Send>(
         Vm::with_trackers(&config, Arc::new(|_, _| {}), &kinds).map_err(RunError::Create)?;
     let attached = tracker
         .kind
-        .map(|kind| vm.tracker(kind, FaultSampleConfig::default()))
-        .transpose()
-        .map_err(RunError::Attach)?;
+        .map(|kind| {
+            Collector::new(TrackerFactory {
+                kind,
+                memory: vm.memory().clone(),
+                dirty_log: vm.dirty_log().cloned(),
+                guard: vm.guard().cloned(),
+            })
+        })
+        .transpose()?;
     let state = Arc::clone(vm.state());
     let done = AtomicBool::new(false);
     let done = &done;
@@ -198,11 +205,10 @@ pub(super) fn run_vm<T: Send>(
 
 /// Calls `collect()` every `interval` (fixed rate) until `done`.
 fn collect_loop(
-    tracker: Box<dyn AccessTracker>,
+    mut collector: Collector,
     interval: Duration,
     done: &AtomicBool,
 ) -> Result<Collects, RunError> {
-    let mut collector = Collector::new(tracker);
     let mut next = Instant::now() + interval;
     loop {
         while !done.load(Ordering::Acquire) {
@@ -220,29 +226,67 @@ fn collect_loop(
     }
 }
 
+/// Builds a run's tracker, as `Vm::tracker` does, without borrowing the
+/// VM (it runs meanwhile).
+pub(super) struct TrackerFactory {
+    kind: TrackerKind,
+    memory: Arc<TieredMemory>,
+    dirty_log: Option<KvmDirtyLog>,
+    guard: Option<Arc<WriteGuard>>,
+}
+
+impl TrackerFactory {
+    fn build(&self) -> Result<Box<dyn AccessTracker>, RunError> {
+        self.kind
+            .build(
+                &self.memory,
+                self.dirty_log.as_ref(),
+                self.guard.as_ref(),
+                FaultSampleConfig::default(),
+            )
+            .map_err(|e| RunError::Attach(VmError::Tracker(e)))
+    }
+}
+
 /// A tracker whose `collect()` calls are timed and fed to a heat model,
-/// as the tiering engine would feed it.
+/// as the tiering engine would feed it. The tracker can be stopped
+/// (dropped: the fault sampler's round thread ends and its pages are
+/// mapped back) and is built again at the next call, so that a paired
+/// run's untracked phases run none of it.
 pub(super) struct Collector {
-    tracker: Box<dyn AccessTracker>,
+    factory: TrackerFactory,
+    tracker: Option<Box<dyn AccessTracker>>,
     model: Option<HeatModel>,
     collects: Collects,
 }
 
 impl Collector {
-    /// Times the calls of `tracker`.
-    pub(super) fn new(tracker: Box<dyn AccessTracker>) -> Self {
-        Self {
+    /// Builds the tracker, running from now on.
+    fn new(factory: TrackerFactory) -> Result<Self, RunError> {
+        let tracker = Some(factory.build()?);
+        Ok(Self {
+            factory,
             tracker,
             model: None,
             collects: Collects::default(),
-        }
+        })
     }
 
-    /// One timed `collect()`, its sample counted and fed to the model.
+    /// Drops the tracker until the next `collect()`.
+    pub(super) fn stop(&mut self) {
+        self.tracker = None;
+    }
+
+    /// One timed `collect()`, its sample counted and fed to the model;
+    /// builds the tracker first if it was stopped (not timed).
     pub(super) fn collect(&mut self) -> Result<(), RunError> {
+        let tracker = match &mut self.tracker {
+            Some(t) => t,
+            None => self.tracker.insert(self.factory.build()?),
+        };
         let cpu_start = thread_cpu_time().map_err(RunError::Clock)?;
         let wall_start = Instant::now();
-        let sample = self.tracker.collect()?;
+        let sample = tracker.collect()?;
         let wall = wall_start.elapsed();
         let cpu = thread_cpu_time().map_err(RunError::Clock)? - cpu_start;
         let collects = &mut self.collects;

@@ -6,9 +6,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::paired_run::{PairedMeasurement, PhaseMops};
-use super::phase_schedule::PhaseSchedule;
+use super::phase_schedule::{BLOCK_PHASES, PhaseSchedule};
 use super::result::{CollectCost, format_percent};
-use super::settings::TrackSettings;
+use super::settings::{TrackSettings, Variant};
 use crate::stats::{mean, mean_margin_95, ratio, relative_spread};
 use crate::table::{Align, RowWidthError, Table};
 
@@ -66,6 +66,15 @@ fn slowdown_of<'a>(phases: impl IntoIterator<Item = &'a PhaseMops> + Clone) -> O
 }
 
 impl PairedResult {
+    /// `dirty-log every 200 ms`.
+    pub fn label(&self) -> String {
+        Variant {
+            tracker: self.tracker.clone(),
+            interval_ms: Some(self.interval_ms),
+        }
+        .label()
+    }
+
     /// Summarizes the paired runs of `tracker` under `workload`, each
     /// following `schedule`; `None` without a run or with a phase missing.
     pub fn build(
@@ -135,7 +144,7 @@ pub fn paired_table(
             "Guest throughput in tracked against untracked phases of the same VM ({} VMs per \
              row, {} blocks of 4 phases of {} s each, ABBA/BAAB)",
             settings.paired_repetitions,
-            schedule.counted / super::phase_schedule::BLOCK_PHASES,
+            schedule.counted / BLOCK_PHASES,
             settings.phase_seconds
         ),
         &[
@@ -192,6 +201,7 @@ mod tests {
         assert_eq!(r.untracked_spread, 0.0);
         assert!((r.runs[1].slowdown.unwrap() - 0.04).abs() < 1e-12);
         assert_eq!(r.cost.as_ref().unwrap().calls, 6);
+        assert_eq!(r.label(), "dirty-log every 200 ms");
         let table = paired_table(&settings, &[r]).unwrap();
         assert_eq!(table.rows()[0][5], "3.0% ± 1.8%");
     }

@@ -2,7 +2,9 @@
 //! tracked or not as a [`PhaseSchedule`] says, so tracked and untracked
 //! throughput come from the same guest on the same host memory. A host
 //! thread watches the guest's phase starts and calls the tracker's
-//! `collect()` every interval inside tracked phases only.
+//! `collect()` every interval inside tracked phases only, and drops the
+//! tracker outside them: a tracker's work between calls (the fault
+//! sampler's round thread) would otherwise run in untracked phases too.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
@@ -10,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use access_track::AccessTracker;
 use vmm::guest_state::GuestState;
 
 use super::guest::{Collector, Collects, RunError, run_vm, throughput};
@@ -83,15 +84,17 @@ pub fn run_paired(
 /// interval of the phase left: the faults a collect arms land in the
 /// interval after it, so this balances the few armed faults that spill
 /// into the untracked phase against the unarmed end of the tracked one.
+/// Then the tracker is dropped, and built again when a tracked phase
+/// starts; pages the dirty log armed stay write-protected until the
+/// guest's next write to each, which KVM offers no way to undo.
 fn paired_loop(
-    tracker: Box<dyn AccessTracker>,
+    mut collector: Collector,
     interval: Duration,
     schedule: PhaseSchedule,
     phase_length: Duration,
     state: &GuestState,
     done: &AtomicBool,
 ) -> Result<Collects, RunError> {
-    let mut collector = Collector::new(tracker);
     let mut current: Option<u64> = None;
     let mut next: Option<Instant> = None;
     while !done.load(Ordering::Acquire) {
@@ -99,6 +102,9 @@ fn paired_loop(
             if current != Some(phase) {
                 current = Some(phase);
                 next = schedule.tracked(phase).then(Instant::now);
+                if next.is_none() {
+                    collector.stop();
+                }
             }
             if let Some(when) = next
                 && Instant::now() >= when
@@ -109,6 +115,7 @@ fn paired_loop(
                     next = Some(when + interval);
                 } else {
                     next = None;
+                    collector.stop();
                 }
             }
         }
