@@ -241,52 +241,48 @@ impl KvmDirtyLog {
     }
 
     /// `KVM_CLEAR_DIRTY_LOG` for the set bits of `bits` (a whole-slot
-    /// bitmap), in one call from the first set word to the last: KVM
-    /// skips zero words and flushes the guest's TLBs once per call, and a
-    /// flush kicks every vCPU. Sparse sets (a few pages per frame) used to
-    /// take one call, and one flush, per frame.
+    /// bitmap), in 64-page aligned windows as the API requires.
     fn clear(&self, slot: Memslot, bits: &[u64]) -> Result<(), DirtyLogError> {
-        let Some((start, end)) = set_words(bits) else {
-            return Ok(());
-        };
-        // 64-page aligned start, as the API requires; the length is a
-        // multiple of 64 pages or reaches the end of the slot.
-        let first_page = start as u64 * 64;
-        let num_pages = ((end - start) as u64 * 64).min(slot.pages() - first_page);
-        let mut window: Vec<u64> = bits[start..end].to_vec();
-        let mut arg = kvm_clear_dirty_log {
-            slot: slot.slot,
-            num_pages: num_pages as u32,
-            first_page,
-            ..Default::default()
-        };
-        arg.__bindgen_anon_1.dirty_bitmap = window.as_mut_ptr().cast();
-        // SAFETY: `arg` is a valid kvm_clear_dirty_log whose bitmap
-        // points to `window`, which covers `num_pages` bits and lives
-        // across the call; KVM only reads it.
-        let rc = unsafe {
-            libc::ioctl(
-                std::os::fd::AsRawFd::as_raw_fd(&*self.shared.vm),
-                KVM_CLEAR_DIRTY_LOG as libc::c_ulong,
-                &arg,
-            )
-        };
-        if rc < 0 {
-            return Err(DirtyLogError::Clear {
+        let pages = slot.pages();
+        let mut w = 0;
+        while w < bits.len() {
+            if bits[w] == 0 {
+                w += 1;
+                continue;
+            }
+            let start = w;
+            while w < bits.len() && bits[w] != 0 {
+                w += 1;
+            }
+            let first_page = start as u64 * 64;
+            let num_pages = ((w - start) as u64 * 64).min(pages - first_page);
+            let mut window: Vec<u64> = bits[start..w].to_vec();
+            let mut arg = kvm_clear_dirty_log {
                 slot: slot.slot,
-                source: std::io::Error::last_os_error(),
-            });
+                num_pages: num_pages as u32,
+                first_page,
+                ..Default::default()
+            };
+            arg.__bindgen_anon_1.dirty_bitmap = window.as_mut_ptr().cast();
+            // SAFETY: `arg` is a valid kvm_clear_dirty_log whose bitmap
+            // points to `window`, which covers `num_pages` bits and lives
+            // across the call; KVM only reads it.
+            let rc = unsafe {
+                libc::ioctl(
+                    std::os::fd::AsRawFd::as_raw_fd(&*self.shared.vm),
+                    KVM_CLEAR_DIRTY_LOG as libc::c_ulong,
+                    &arg,
+                )
+            };
+            if rc < 0 {
+                return Err(DirtyLogError::Clear {
+                    slot: slot.slot,
+                    source: std::io::Error::last_os_error(),
+                });
+            }
         }
         Ok(())
     }
-}
-
-/// The words `[first set, last set]` of `bits`, as a range; `None` when
-/// no bit is set.
-fn set_words(bits: &[u64]) -> Option<(usize, usize)> {
-    let first = bits.iter().position(|w| *w != 0)?;
-    let last = bits.iter().rposition(|w| *w != 0)?;
-    Some((first, last + 1))
 }
 
 impl DirtyConsumer {
@@ -380,13 +376,5 @@ mod tests {
     fn clear_ioctl_number_matches_the_uapi() {
         // linux/kvm.h: _IOWR(KVMIO, 0xc0, struct kvm_clear_dirty_log), 24 bytes.
         assert_eq!(KVM_CLEAR_DIRTY_LOG, 0xc018_aec0);
-    }
-
-    #[test]
-    fn one_clear_spans_the_first_to_the_last_set_word() {
-        assert_eq!(set_words(&[0, 0, 0]), None);
-        assert_eq!(set_words(&[]), None);
-        assert_eq!(set_words(&[0, 1 << 9, 0, 0, 1, 0]), Some((1, 5)));
-        assert_eq!(set_words(&[u64::MAX]), Some((0, 1)));
     }
 }
