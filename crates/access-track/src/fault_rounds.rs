@@ -1,7 +1,8 @@
 //! The fault sampler's round thread: each round zaps one run of 4 KiB
-//! pages in each of the round's frames (`MADV_DONTNEED` on the guest's
-//! host mapping: shmem keeps the pages, only the page-table entries go,
-//! and KVM's MMU notifier drops its own mappings of them), waits the
+//! pages in each of the round's frames, in one batch (`MADV_DONTNEED` on
+//! the guest's host mapping, see [`Zapper`]: shmem keeps the pages, only
+//! the page-table entries go, and KVM's MMU notifier drops its own
+//! mappings of them), waits the
 //! watch window while the guard's handler counts the touched pages, then
 //! maps the untouched ones back with one `UFFDIO_CONTINUE` per run.
 //!
@@ -15,10 +16,11 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use guest_memory::TieredMemory;
-use guest_memory::migrate::WriteGuard;
+use guest_memory::migrate::{MinorFaultSink, WriteGuard};
 
 use crate::fault_config::FaultSampleConfig;
 use crate::fault_state::SampleState;
+use crate::zap::Zapper;
 
 const PAGE: u64 = 4096;
 
@@ -84,8 +86,12 @@ impl Job {
         let mut rng = self.config.seed | 1;
         let mut cursor = 0;
         let mut runs = Vec::with_capacity(per_round);
+        let zapper = Zapper::new();
         while !self.stop.load(Ordering::SeqCst) && count > 0 {
             let started = Instant::now();
+            // The whole round is armed and zapped under one hold of the
+            // window lock, in one batch (one host TLB flush).
+            let window = self.guard.lock_window();
             for _ in 0..per_round.min(count) {
                 let frame = cursor;
                 cursor = (cursor + 1) % count;
@@ -96,20 +102,19 @@ impl Job {
                 rng ^= rng >> 7;
                 rng ^= rng << 17;
                 let offset = rng % u64::from(pages_per_frame - visit + 1);
-                let (start, len) = (host + offset * PAGE, u64::from(visit) * PAGE);
-                let window = self.guard.lock_window();
                 if window.overlaps(host, frame_size) {
                     continue;
                 }
+                let start = host + offset * PAGE;
                 self.state.arm(frame, start, visit);
-                if zap(start, len).is_err() {
-                    // Nothing was zapped: the pages will not fault.
-                    guest_memory::migrate::MinorFaultSink::remapped(&*self.state, start, len);
-                    continue;
-                }
-                drop(window);
-                runs.push((start, len));
+                runs.push((start, u64::from(visit) * PAGE));
             }
+            let zapped = zapper.zap(&runs);
+            for (start, len) in runs.drain(zapped..) {
+                // Not zapped: the pages will not fault.
+                MinorFaultSink::remapped(&*self.state, start, len);
+            }
+            drop(window);
             self.sleep_until(started + self.config.window);
             self.state.close_round();
             for (start, len) in runs.drain(..) {
@@ -131,26 +136,4 @@ impl Job {
             std::thread::park_timeout(deadline - now);
         }
     }
-}
-
-/// Drops the page-table entries of `[start, start + len)`.
-fn zap(start: u64, len: u64) -> std::io::Result<()> {
-    // SAFETY: `[start, start + len)` is a page-aligned part of one frame of
-    // guest RAM, mapped MAP_SHARED from a shmem memfd for the memory's
-    // lifetime (the job holds the memory). MADV_DONTNEED on a shared shmem
-    // mapping only removes page-table entries: the pages stay in the page
-    // cache with their data, and the next touch maps them again (through
-    // the guard's minor-fault handler). No Rust reference to guest memory
-    // is affected.
-    let rc = unsafe {
-        libc::madvise(
-            start as *mut libc::c_void,
-            len as usize,
-            libc::MADV_DONTNEED,
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
 }

@@ -21,6 +21,7 @@ mod fault_rounds;
 mod fault_state;
 mod fault_tracker;
 mod sample;
+mod zap;
 
 pub use by_name::{TrackerBuildError, TrackerKind, UnknownTracker};
 pub use combined::{CombineError, CombinedTracker, combine};
