@@ -302,6 +302,7 @@ pub fn paired_measurement(
                     phase,
                     tracked: is_tracked,
                     mops: if is_tracked { tracked } else { untracked },
+                    cpu: None,
                 }
             })
             .collect(),

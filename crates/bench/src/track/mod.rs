@@ -21,6 +21,7 @@ mod charts;
 mod cpu_time;
 mod guest;
 mod heat;
+mod host_cpu;
 mod paired_result;
 mod paired_run;
 mod phase_schedule;
@@ -40,7 +41,10 @@ pub use charts::{heat_chart, throughput_chart, write_svgs};
 pub use cpu_time::thread_cpu_time;
 pub use guest::{Collects, RunError, RunMeasurement, run_once, throughput, vm_config};
 pub use heat::{HeatSizeResult, measure as measure_heat};
-pub use paired_result::{PairedResult, PairedRun, format_slowdown, paired_table};
+pub use host_cpu::{CpuSnapshot, PhaseCpu};
+pub use paired_result::{
+    CpuShares, PairedResult, PairedRun, format_slowdown, paired_cpu_table, paired_table,
+};
 pub use paired_run::{PairedMeasurement, PhaseMops, run_paired};
 pub use phase_schedule::{BLOCK_PHASES, PhaseSchedule};
 pub use result::{

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::host_cpu::PhaseCpu;
 use super::paired_run::{PairedMeasurement, PhaseMops};
 use super::phase_schedule::{BLOCK_PHASES, PhaseSchedule};
 use super::result::{CollectCost, format_percent};
@@ -39,6 +40,19 @@ pub struct PairedResult {
     pub untracked_spread: f64,
     /// What `collect()` cost; `None` when it was never called.
     pub cost: Option<CollectCost>,
+    /// Mean host CPU use of the tracked and of the untracked phases;
+    /// `None` where either kind has no figures.
+    #[serde(default)]
+    pub cpu: Option<CpuShares>,
+}
+
+/// Host CPU use of tracked against untracked phases.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CpuShares {
+    /// Mean over the tracked phases.
+    pub tracked: PhaseCpu,
+    /// Mean over the untracked phases.
+    pub untracked: PhaseCpu,
 }
 
 /// One VM of a paired measurement.
@@ -109,6 +123,13 @@ impl PairedResult {
         }
         let all = || measured.iter().flat_map(|m| &m.phases);
         let mops = |tracked: bool| mean(all().filter(|p| p.tracked == tracked).map(|p| p.mops));
+        let cpu = |tracked: bool| {
+            PhaseCpu::mean(
+                all()
+                    .filter(|p| p.tracked == tracked)
+                    .filter_map(|p| p.cpu.as_ref()),
+            )
+        };
         Some(Self {
             workload: workload.to_owned(),
             tracker: tracker.to_owned(),
@@ -120,6 +141,9 @@ impl PairedResult {
             tracked_mops: mops(true)?,
             untracked_spread,
             cost: CollectCost::of(measured.iter().map(|m| &m.collects), interval_ms, settings),
+            cpu: cpu(true)
+                .zip(cpu(false))
+                .map(|(tracked, untracked)| CpuShares { tracked, untracked }),
             runs,
         })
     }
@@ -177,6 +201,42 @@ pub fn paired_table(
     Ok(table)
 }
 
+/// The table of host CPU use in the paired runs' tracked and untracked
+/// phases.
+pub fn paired_cpu_table(results: &[PairedResult]) -> Result<Table, RowWidthError> {
+    let mut table = Table::new(
+        "Host CPU in tracked / untracked phases of the paired runs (share of one core; the \
+         last phase of each VM is left out)",
+        &[
+            ("workload", Align::Left),
+            ("tracker", Align::Left),
+            ("interval", Align::Right),
+            ("threads beside the vCPUs", Align::Right),
+            ("vCPU threads in the host kernel", Align::Right),
+            ("vCPU threads waiting for a CPU", Align::Right),
+        ],
+    );
+    for r in results {
+        let pair = |of: fn(&PhaseCpu) -> f64| match &r.cpu {
+            Some(c) => format!(
+                "{} / {}",
+                format_percent(Some(of(&c.tracked))),
+                format_percent(Some(of(&c.untracked)))
+            ),
+            None => "—".to_owned(),
+        };
+        table.push_row(vec![
+            r.workload.clone(),
+            r.tracker.clone(),
+            format!("{} ms", r.interval_ms),
+            pair(|c| c.host_threads),
+            pair(|c| c.vcpu_kernel),
+            pair(|c| c.vcpu_wait),
+        ])?;
+    }
+    Ok(table)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,6 +264,48 @@ mod tests {
         assert_eq!(r.label(), "dirty-log every 200 ms");
         let table = paired_table(&settings, &[r]).unwrap();
         assert_eq!(table.rows()[0][5], "3.0% ± 1.8%");
+    }
+
+    #[test]
+    fn host_cpu_is_averaged_per_kind_of_phase() {
+        let settings = TrackSettings::new(true, None).unwrap();
+        let schedule = PhaseSchedule::new(1, 1);
+        let mut run = paired_measurement(schedule, 100.0, 90.0);
+        let r = PairedResult::build(
+            &settings,
+            "zipf",
+            "fault-sample",
+            200,
+            schedule,
+            &[run.clone()],
+        );
+        assert_eq!(r.unwrap().cpu, None, "no figures, no shares");
+        let last = run.phases.len() - 1;
+        for (i, p) in run.phases.iter_mut().enumerate() {
+            let host = if p.tracked {
+                0.1 + i as f64 / 100.0
+            } else {
+                0.01
+            };
+            p.cpu = (i != last).then_some(PhaseCpu {
+                seconds: 2.0,
+                host_threads: host,
+                vcpu_kernel: if p.tracked { 0.2 } else { 0.05 },
+                vcpu_wait: 0.0,
+            });
+        }
+        let r =
+            PairedResult::build(&settings, "zipf", "fault-sample", 200, schedule, &[run]).unwrap();
+        let cpu = r.cpu.unwrap();
+        // ABBA: phases 1 and 4 untracked, 2 and 3 tracked; 4 (the last)
+        // has no figures.
+        assert!((cpu.tracked.host_threads - 0.115).abs() < 1e-12, "{cpu:?}");
+        assert!((cpu.untracked.host_threads - 0.01).abs() < 1e-12, "{cpu:?}");
+        let table = paired_cpu_table(&[r]).unwrap();
+        assert_eq!(
+            table.rows()[0][3..],
+            ["11.5% / 1.0%", "20.0% / 5.0%", "0.0% / 0.0%"]
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use vmm::guest_state::GuestState;
 
 use super::guest::{Collector, Collects, RunError, run_vm, throughput};
+use super::host_cpu::{CpuSnapshot, PhaseCpu};
 use super::phase_schedule::PhaseSchedule;
 use super::settings::TrackSettings;
 use super::trackers::TrackerSpec;
@@ -32,6 +33,10 @@ pub struct PhaseMops {
     pub tracked: bool,
     /// Million operations per second, all vCPUs together.
     pub mops: f64,
+    /// Host CPU use over the phase; `None` for the last phase (the vCPU
+    /// threads end with it) or where it could not be read.
+    #[serde(default)]
+    pub cpu: Option<PhaseCpu>,
 }
 
 /// What one paired run measured.
@@ -54,13 +59,14 @@ pub fn run_paired(
     schedule: PhaseSchedule,
 ) -> Result<PairedMeasurement, RunError> {
     let phase_length = Duration::from_secs_f64(settings.phase_seconds);
-    let (reports, collects) = run_vm(
+    let (reports, collected) = run_vm(
         settings,
         args,
         schedule.phases(),
         tracker,
         |t, state, done| paired_loop(t, interval, schedule, phase_length, state, done),
     )?;
+    let (collects, cpu) = collected.unwrap_or_default();
     let counted = u64::from(schedule.warmup)..u64::from(schedule.phases());
     let phases = counted
         .map(|phase| {
@@ -69,13 +75,11 @@ pub fn run_paired(
                 phase,
                 tracked: schedule.tracked(phase),
                 mops: throughput(&reports, settings.vcpus, p, p.saturating_add(1))?,
+                cpu: cpu.iter().find(|c| c.0 == phase).map(|c| c.1),
             })
         })
         .collect::<Result<Vec<_>, RunError>>()?;
-    Ok(PairedMeasurement {
-        phases,
-        collects: collects.unwrap_or_default(),
-    })
+    Ok(PairedMeasurement { phases, collects })
 }
 
 /// Collects every `interval` while the guest's current phase is tracked,
@@ -87,6 +91,9 @@ pub fn run_paired(
 /// Then the tracker is dropped, and built again when a tracked phase
 /// starts; pages the dirty log armed stay write-protected until the
 /// guest's next write to each, which KVM offers no way to undo.
+///
+/// Also returns the host CPU use of every phase whose end it saw while
+/// the guest ran (from one phase start to the next).
 fn paired_loop(
     mut collector: Collector,
     interval: Duration,
@@ -94,12 +101,22 @@ fn paired_loop(
     phase_length: Duration,
     state: &GuestState,
     done: &AtomicBool,
-) -> Result<Collects, RunError> {
+) -> Result<(Collects, Vec<(u64, PhaseCpu)>), RunError> {
     let mut current: Option<u64> = None;
     let mut next: Option<Instant> = None;
+    let mut cpu = Vec::new();
+    let mut phase_start: Option<CpuSnapshot> = None;
     while !done.load(Ordering::Acquire) {
         if let Some((&phase, &started)) = state.phase_starts().last_key_value() {
             if current != Some(phase) {
+                // Unreadable counters leave the phase without figures.
+                let now = CpuSnapshot::now().ok();
+                if let (Some(previous), Some(start), Some(end)) = (current, phase_start, now)
+                    && let Some(used) = end.since(&start)
+                {
+                    cpu.push((previous, used));
+                }
+                phase_start = now;
                 current = Some(phase);
                 next = schedule.tracked(phase).then(Instant::now);
                 if next.is_none() {
@@ -121,5 +138,5 @@ fn paired_loop(
         }
         thread::sleep(POLL);
     }
-    Ok(collector.finish())
+    Ok((collector.finish(), cpu))
 }

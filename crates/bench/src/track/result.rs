@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::guest::{Collects, RunMeasurement};
 use super::heat::HeatSizeResult;
-use super::paired_result::{PairedResult, format_slowdown, paired_table};
+use super::paired_result::{PairedResult, format_slowdown, paired_cpu_table, paired_table};
 use super::settings::{TARGET_MAX_SLOWDOWN, TrackSettings, Variant};
 use crate::size::format_size;
 use crate::stats::{median, ratio, relative_spread};
@@ -468,6 +468,12 @@ impl TrackResult {
              collect() call; per interval = median call; core share = mean CPU per call / \
              interval"
                 .to_owned(),
+            "host CPU of the paired runs, per phase and as a share of one core: the process's \
+             threads beside the vCPUs (getrusage less the vCPU threads: the collector, the fault \
+             sampler's round thread and the userfault handler, the VMM), the vCPU threads' \
+             host-kernel time (/proc stime: exits such as write faults, minor faults and TLB \
+             flush kicks) and their time runnable but waiting for a CPU (schedstat)"
+                .to_owned(),
             format!(
                 "heat model: synthetic samples (a hot tenth of frames), median of {} timed \
                  repetitions in this process; the criterion bench `cargo bench -p tiering \
@@ -483,6 +489,7 @@ impl TrackResult {
     pub fn tables(&self) -> Result<Vec<Table>, RowWidthError> {
         Ok(vec![
             paired_table(&self.settings, &self.paired)?,
+            paired_cpu_table(&self.paired)?,
             self.throughput_table()?,
             self.cost_table()?,
             self.heat_table()?,
@@ -734,15 +741,17 @@ mod tests {
     fn tables_have_every_tracker_and_size() {
         let r = sample_track_result();
         let tables = r.tables().unwrap();
-        assert_eq!(tables.len(), 4);
+        assert_eq!(tables.len(), 5);
         assert_eq!(tables[0].rows().len(), 2, "one paired row per workload");
         assert_eq!(tables[0].rows()[0][5], "2.5% ± 6.4%");
-        assert_eq!(tables[1].rows().len(), 4);
-        assert_eq!(tables[2].rows().len(), 2, "no cost row for the baseline");
-        assert_eq!(tables[3].rows().len(), 3);
-        assert_eq!(tables[3].rows()[2][0], "1 TiB");
-        assert_eq!(tables[1].rows()[0][7], "(baseline)");
-        assert_eq!(tables[1].rows()[1][2], "200 ms");
+        assert_eq!(tables[1].rows().len(), 2, "host CPU of each paired row");
+        assert_eq!(tables[1].rows()[0][3], "—", "the sample has no CPU figures");
+        assert_eq!(tables[2].rows().len(), 4);
+        assert_eq!(tables[3].rows().len(), 2, "no cost row for the baseline");
+        assert_eq!(tables[4].rows().len(), 3);
+        assert_eq!(tables[4].rows()[2][0], "1 TiB");
+        assert_eq!(tables[2].rows()[0][7], "(baseline)");
+        assert_eq!(tables[2].rows()[1][2], "200 ms");
     }
 
     #[test]
