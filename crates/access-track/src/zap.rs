@@ -6,8 +6,9 @@
 //! KVM's remote TLB flush from its MMU notifier. Profiles on this PVM
 //! host put nearly all of the sampler's time in sending those IPIs.
 //! `process_madvise(2)` on the calling process takes a vector of runs and
-//! gathers the host TLB flushes of one call into one (Linux 6.13 allows
-//! every advice on the caller itself); KVM still flushes once per run.
+//! gathers the host TLB flushes of its clean ranges into one (Linux 6.13
+//! allows every advice on the caller itself); dirty shared pages still
+//! force a flush per range, and KVM still flushes once per run.
 //! Where the host refuses it, every run is zapped with its own
 //! `madvise(2)`.
 
@@ -127,7 +128,7 @@ fn process_madvise(pidfd: &OwnedFd, iov: &[libc::iovec]) -> i64 {
 ///
 /// `[start, start + len)` must be a page-aligned part of a shared shmem
 /// mapping of guest RAM that stays mapped during the call.
-pub(crate) fn zap_one(start: u64, len: u64) -> io::Result<()> {
+fn zap_one(start: u64, len: u64) -> io::Result<()> {
     // SAFETY: per the contract above, MADV_DONTNEED on a shared shmem
     // mapping only removes page-table entries: the pages stay in the page
     // cache with their data, and the next touch maps them again (through
