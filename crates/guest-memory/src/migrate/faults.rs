@@ -1,7 +1,7 @@
 //! Fault injection for migration tests and soak runs: make the next N
-//! destination reservations, write stops, copies or remaps fail, so every
-//! rollback path runs for real. Off (all zero) in normal operation;
-//! checking it costs one relaxed atomic load per step.
+//! destination reservations, write stops, copies, remaps or registrations
+//! fail, so every rollback path runs for real. Off (all zero) in normal
+//! operation; checking it costs one relaxed atomic load per step.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -16,6 +16,9 @@ pub enum Step {
     Remap,
     /// Stopping the VM's writers (as if a vCPU never parked).
     Stop,
+    /// Registering a batch's new mappings with the write guard (as if
+    /// `UFFDIO_REGISTER` failed).
+    Register,
 }
 
 /// Counters of failures still to inject, per step.
@@ -25,6 +28,7 @@ pub struct FaultInjection {
     copy: AtomicU64,
     remap: AtomicU64,
     stop: AtomicU64,
+    register: AtomicU64,
     injected: AtomicU64,
 }
 
@@ -35,6 +39,7 @@ impl FaultInjection {
             Step::Copy => &self.copy,
             Step::Remap => &self.remap,
             Step::Stop => &self.stop,
+            Step::Register => &self.register,
         }
     }
 

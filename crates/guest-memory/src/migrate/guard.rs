@@ -240,33 +240,47 @@ impl WriteGuard {
     }
 
     /// Registers a range again after its mapping was replaced (a new VMA
-    /// is not registered). With minor faults on, the new mapping is
-    /// populated first (one `MADV_POPULATE_WRITE`, before registration, so
-    /// these are ordinary faults): otherwise every first touch of the new
-    /// mapping would be a minor fault. The sink learns that zapped pages
-    /// of the old mapping are gone.
+    /// is not registered): [`replaced`](Self::replaced), then
+    /// [`register`](Self::register).
     pub fn reregister(&self, start: u64, len: u64) -> Result<(), UffdError> {
-        if self.modes.minor {
-            // SAFETY: `[start, start + len)` is guest RAM the caller just
-            // mapped; populating faults its pages in and changes no data.
-            // A failure only means that some first touches become minor
-            // faults, which the handler resolves all the same.
-            unsafe {
-                libc::madvise(
-                    start as *mut libc::c_void,
-                    len as usize,
-                    libc::MADV_POPULATE_WRITE,
-                )
-            };
+        self.replaced(start, len);
+        self.register(start, len)
+    }
+
+    /// Takes note that the mapping of `[start, start + len)` was just
+    /// replaced. With minor faults on, populates the new mapping (one
+    /// `MADV_POPULATE_WRITE`, before it is registered, so these are
+    /// ordinary faults: otherwise every first touch would be a minor
+    /// fault) and tells the sink that pages zapped in the old mapping will
+    /// never fault. Does nothing without minor faults.
+    pub fn replaced(&self, start: u64, len: u64) {
+        if !self.modes.minor {
+            return;
         }
-        self.shared.uffd.register(start, len, self.modes)?;
-        if self.modes.minor {
-            let _window = self.shared.window();
-            if let Some(sink) = self.shared.sink() {
-                sink.remapped(start, len);
-            }
+        // SAFETY: `[start, start + len)` is guest RAM the caller just
+        // mapped; populating faults its pages in and changes no data. A
+        // failure only means that some first touches become minor faults,
+        // which the handler resolves all the same.
+        unsafe {
+            libc::madvise(
+                start as *mut libc::c_void,
+                len as usize,
+                libc::MADV_POPULATE_WRITE,
+            )
+        };
+        let _window = self.shared.window();
+        if let Some(sink) = self.shared.sink() {
+            sink.remapped(start, len);
         }
-        Ok(())
+    }
+
+    /// Registers `[start, start + len)` with the guard's modes. The range
+    /// may cover mappings that are registered already (the kernel skips
+    /// them), so one call can serve a whole batch of replaced mappings:
+    /// each call holds `mmap_lock` for writing, and a write-busy guest's
+    /// faults queue behind it.
+    pub fn register(&self, start: u64, len: u64) -> Result<(), UffdError> {
+        self.shared.uffd.register(start, len, self.modes)
     }
 
     /// Opens the migration window over `ranges` (host `[start, len)`).

@@ -317,7 +317,7 @@ fn exchange_when_both_tiers_are_full_loses_no_write() {
 
 fn inject_every_step(rig: &Rig, faults: &FaultInjection) -> BatchReport {
     let mut total = BatchReport::default();
-    for step in [Step::Reserve, Step::Copy, Step::Remap] {
+    for step in [Step::Reserve, Step::Copy, Step::Remap, Step::Register] {
         for _ in 0..20 {
             faults.fail_next(step, 1);
             total.absorb(&random_moves(rig, 1, 4));
@@ -333,7 +333,8 @@ fn injected_failures_roll_back_plain() {
     let rig = rig(FRAMES, FRAMES, false);
     let faults = rig.migrator.faults().unwrap().clone();
     let total = under_fire(&rig, |r| inject_every_step(r, &faults));
-    assert_eq!(faults.injected(), 60);
+    assert_eq!(faults.injected(), 80);
+    // A failed registration keeps its moves; the other steps abort.
     assert!(
         total.aborted >= 60,
         "each injected failure aborts moves: {}",
@@ -356,6 +357,12 @@ fn injected_failures_roll_back_plain() {
             .errors
             .iter()
             .any(|e| e.contains("remap failed (injected)"))
+    );
+    assert!(
+        total
+            .errors
+            .iter()
+            .any(|e| e.contains("moved, but not registered: register failed (injected)"))
     );
 }
 
@@ -464,6 +471,41 @@ fn a_failed_move_keeps_the_source_readable_with_latest_data() {
     }
     rig.mem.verify_backing().unwrap();
     let _ = AtomicU64::new(0);
+}
+
+#[test]
+fn a_failed_registration_keeps_the_move_and_the_next_protect_registers() {
+    let rig = rig(FRAMES, FRAMES, false);
+    let (gpa, host) = word_addr(&rig.mem, 0);
+    write_host_u64(host, 0xfeed);
+    let frame = rig.mem.frames().frame_of_gpa(gpa).unwrap();
+    let from = rig.mem.location(frame).unwrap();
+    rig.migrator.faults().unwrap().fail_next(Step::Register, 1);
+    let r = rig.migrator.migrate(&[Move {
+        frame,
+        to_tier: 1 - from.tier,
+    }]);
+    // The new mapping took writes the moment it was mapped: rolling back
+    // would lose them, so the move stands.
+    assert_eq!((r.moved, r.aborted), (1, 0), "{r:?}");
+    assert!(
+        r.errors.iter().any(|e| e.contains("not registered")),
+        "{r:?}"
+    );
+    assert_eq!(rig.mem.location(frame).unwrap().tier, 1 - from.tier);
+    assert_eq!(read_host_u64(host), 0xfeed);
+    write_host_u64(host, 0xbeef);
+    rig.mem.verify_backing().unwrap();
+    // Unregistered, the frame cannot be write-protected until the next
+    // move registers it.
+    let r = rig.migrator.migrate(&[Move {
+        frame,
+        to_tier: from.tier,
+    }]);
+    assert_eq!((r.moved, r.aborted), (1, 0), "{r:?}");
+    assert!(r.errors.is_empty(), "{r:?}");
+    assert_eq!(read_host_u64(host), 0xbeef);
+    rig.mem.verify_backing().unwrap();
 }
 
 #[test]
