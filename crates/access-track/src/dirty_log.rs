@@ -224,7 +224,7 @@ impl KvmDirtyLog {
             let mut mine = vec![0u64; bitmap.len()];
             for (first, end) in ranges {
                 for page in first..end {
-                    let (w, b) = ((page / 64) as usize, 1u64 << (page % 64));
+                    let (w, b) = word_bit(page);
                     if bitmap.get(w).is_some_and(|word| word & b != 0) {
                         mine[w] |= b;
                     }
@@ -294,7 +294,7 @@ impl DirtyConsumer {
             };
             let base = self.log.shared.slots[i].gpa;
             for page in first..end {
-                let (w, b) = ((page / 64) as usize, 1u64 << (page % 64));
+                let (w, b) = word_bit(page);
                 if self.pending.slots[i][w].fetch_and(!b, Ordering::SeqCst) & b != 0 {
                     if let Some(out) = out.as_deref_mut() {
                         out.push(base + page * PAGE);
@@ -325,7 +325,7 @@ impl DirtyConsumer {
             let bitmap = self.log.get(slot)?;
             for (first, end) in ranges {
                 for page in first..end {
-                    let (w, b) = ((page / 64) as usize, 1u64 << (page % 64));
+                    let (w, b) = word_bit(page);
                     let pending = self.pending.slots[i][w].fetch_and(!b, Ordering::SeqCst) & b;
                     let kvm = bitmap.get(w).map_or(0, |word| word & b);
                     if pending | kvm != 0 {
@@ -366,6 +366,11 @@ impl DirtySource for DirtyConsumer {
         self.take_pending(spans, Some(out));
         Ok(())
     }
+}
+
+/// The word of a dirty bitmap that holds `page`'s bit, and the bit.
+fn word_bit(page: u64) -> (usize, u64) {
+    ((page / 64) as usize, 1u64 << (page % 64))
 }
 
 #[cfg(test)]

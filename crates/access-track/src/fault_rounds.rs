@@ -2,9 +2,9 @@
 //! pages in each of the round's frames, in one batch (`MADV_DONTNEED` on
 //! the guest's host mapping, see [`Zapper`]: shmem keeps the pages, only
 //! the page-table entries go, and KVM's MMU notifier drops its own
-//! mappings of them), waits the
-//! watch window while the guard's handler counts the touched pages, then
-//! maps the untouched ones back with one `UFFDIO_CONTINUE` per run.
+//! mappings of them), waits the watch window while the guard's handler
+//! counts the touched pages, then maps the untouched ones back with one
+//! `UFFDIO_CONTINUE` per run.
 //!
 //! Frames inside a migration window are skipped: zapping happens under the
 //! guard's window lock, and a frame being moved is never zapped. The

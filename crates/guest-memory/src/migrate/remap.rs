@@ -506,19 +506,21 @@ impl RemapMigrator {
         let frames = self.memory.frames();
         let mut stretches = Vec::new();
         let mut begin = 0;
-        for i in 1..runs.len() {
-            let (prev_end, next) = (runs[i - 1].0 + runs[i - 1].1, runs[i].0);
-            let joins = frames.is_run(runs[begin].0, next + runs[i].1 - runs[begin].0)
-                && (prev_end..next).all(|f| {
-                    self.memory
-                        .location(f)
-                        .is_some_and(|loc| self.protectable(loc.tier))
-                });
-            if !joins {
-                stretches.push(&runs[begin..i]);
-                begin = i;
+        // One look at the placement map for every gap, not a lock per frame.
+        self.memory.with_placement(|map| {
+            for i in 1..runs.len() {
+                let (prev_end, next) = (runs[i - 1].0 + runs[i - 1].1, runs[i].0);
+                let joins = frames.is_run(runs[begin].0, next + runs[i].1 - runs[begin].0)
+                    && (prev_end..next).all(|f| {
+                        map.location(f)
+                            .is_some_and(|loc| self.protectable(loc.tier))
+                    });
+                if !joins {
+                    stretches.push(&runs[begin..i]);
+                    begin = i;
+                }
             }
-        }
+        });
         stretches.push(&runs[begin..]);
         stretches
     }
