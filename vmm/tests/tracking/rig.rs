@@ -381,9 +381,13 @@ pub fn run(r: &Run) -> Outcome {
     }
 }
 
-/// Three whole intervals after a phase began, precision is at least 0.9
-/// and stays there. A phase's first recorded interval began before the
-/// phase (it holds the shift), so the check starts at its fourth.
+/// Within three whole intervals after a phase began, precision reaches
+/// 0.9 (a phase's first recorded interval began before the phase and
+/// holds the shift, so "within three" is its second to fourth), and from
+/// the fourth on it holds: a mean of at least 0.95 and no interval below
+/// 0.8. A sampled tracker's single intervals dip by a frame or two of 16
+/// at random (CI saw 1.0, 0.875, 1.0 on a loaded host); a tracker that
+/// lags or loses the hot set fails both.
 pub fn assert_tracks(results: &[(u64, usize, f64)], phases: u64) {
     for phase in 0..phases {
         let ps: Vec<f64> = results
@@ -396,8 +400,14 @@ pub fn assert_tracks(results: &[(u64, usize, f64)], phases: u64) {
             "phase {phase}: too few intervals: {results:?}"
         );
         assert!(
-            ps[3..].iter().all(|&p| p >= 0.9),
-            "phase {phase}: {results:?}"
+            ps[1..=3].iter().any(|&p| p >= 0.9),
+            "phase {phase}: not 0.9 within three intervals: {results:?}"
+        );
+        let held = &ps[3..];
+        let mean = held.iter().sum::<f64>() / held.len() as f64;
+        assert!(
+            mean >= 0.95 && held.iter().all(|&p| p >= 0.8),
+            "phase {phase}: does not hold (mean {mean:.3}): {results:?}"
         );
     }
 }
