@@ -76,3 +76,25 @@ run_tiervisor() {
 	dump report /tmp/report.json
 	echo "@@nested rc $rc"
 }
+
+# Has the kernel trace every KVM exit for a guest triple fault (SVM exit
+# 0x7f, SHUTDOWN) or an intercepted exception (0x40-0x5f), and every
+# exception KVM injects. KVM resets a vCPU that triple-faulted, so the
+# VMM only ever sees rip 0xfff0; the trace keeps the rip and exit info
+# from before the reset.
+trace_guest_faults() {
+	t=/sys/kernel/tracing
+	mount -t tracefs tracefs $t 2>/dev/null
+	[ -d $t/events/kvm/kvm_exit ] || { fact kvm-trace none; return 0; }
+	echo "exit_reason == 127 || (exit_reason >= 64 && exit_reason < 96)" \
+		>$t/events/kvm/kvm_exit/filter &&
+		echo 1 >$t/events/kvm/kvm_exit/enable &&
+		echo 1 >$t/events/kvm/kvm_inj_exception/enable ||
+		fact kvm-trace failed
+}
+
+# Prints what trace_guest_faults recorded, if anything.
+dump_guest_faults() {
+	grep -v '^#' /sys/kernel/tracing/trace >/tmp/kvm-trace 2>/dev/null
+	[ -s /tmp/kvm-trace ] && dump kvm-guest-faults /tmp/kvm-trace
+}

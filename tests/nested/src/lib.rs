@@ -13,4 +13,4 @@ pub mod console;
 pub mod qemu;
 
 pub use console::{Console, Report};
-pub use qemu::{HostError, Scenario, TieredHost};
+pub use qemu::{HostError, Scenario, TCG_ENV, Tcg, TieredHost};

@@ -53,6 +53,39 @@ pub enum HostError {
     },
 }
 
+/// Overrides every scenario's TCG threading (`single` or `multi`), for
+/// looping a scenario both ways (`docs/testing.md`).
+pub const TCG_ENV: &str = "TIERVISOR_NESTED_TCG";
+
+/// How QEMU's TCG runs the host's two vCPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tcg {
+    /// One host thread per vCPU: fast, and has timing-dependent failure
+    /// modes with nested SVM (`docs/testing.md`).
+    Multi,
+    /// One host thread for both vCPUs, taking turns.
+    Single,
+}
+
+impl Tcg {
+    /// The `-accel` argument.
+    fn accel(self) -> &'static str {
+        match self {
+            Tcg::Multi => "tcg,thread=multi",
+            Tcg::Single => "tcg,thread=single",
+        }
+    }
+
+    /// `default`, unless [`TCG_ENV`] names the other one.
+    fn from_env_or(default: Tcg) -> Tcg {
+        match std::env::var(TCG_ENV).as_deref() {
+            Ok("single") => Tcg::Single,
+            Ok("multi") => Tcg::Multi,
+            _ => default,
+        }
+    }
+}
+
 /// One scenario run.
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -63,6 +96,8 @@ pub struct Scenario {
     pub cmdline: Vec<String>,
     /// Time allowed from QEMU's start to its exit.
     pub timeout: Duration,
+    /// TCG threading, unless [`TCG_ENV`] overrides it.
+    pub tcg: Tcg,
 }
 
 impl Scenario {
@@ -72,7 +107,14 @@ impl Scenario {
             name: name.to_owned(),
             cmdline: Vec::new(),
             timeout: Duration::from_secs(secs),
+            tcg: Tcg::Multi,
         }
+    }
+
+    /// Runs the host's vCPUs on one TCG thread.
+    pub fn single_threaded(mut self) -> Self {
+        self.tcg = Tcg::Single;
+        self
     }
 
     /// Adds `word` to the host's kernel command line.
@@ -142,7 +184,8 @@ impl TieredHost {
             append.push_str(w);
         }
         let mut cmd = Command::new(QEMU);
-        cmd.args(["-accel", "tcg,thread=multi", "-cpu", "qemu64,+svm,+npt"])
+        let tcg = Tcg::from_env_or(scenario.tcg);
+        cmd.args(["-accel", tcg.accel(), "-cpu", "qemu64,+svm,+npt"])
             .args(["-smp", "2", "-machine", "pc,nvdimm=on,hmat=on"])
             .args(["-m", "2G,slots=2,maxmem=3G"])
             .args(["-object", "memory-backend-ram,id=m0,size=1G"])
