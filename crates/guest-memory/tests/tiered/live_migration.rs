@@ -14,7 +14,7 @@ use std::thread;
 use guest_memory::migrate::{
     FaultInjection, GuardOptions, HostWriteLog, PrecopyConfig, RemapMigrator, Step, WriteGuard,
 };
-use guest_memory::{BatchReport, Migrator, Move, Placement, TieredMemory};
+use guest_memory::{BatchReport, Location, Migrator, Move, Placement, TieredMemory};
 use page_copy::{EngineSpec, engine_from_spec};
 
 use crate::common::{config, memfd, read_host_u64, write_host_u64};
@@ -71,6 +71,15 @@ fn word_addr(mem: &TieredMemory, word: u64) -> (u64, u64) {
     let frame = mem.frames().frame_of_gpa(gpa).unwrap();
     let off = gpa - mem.frames().gpa(frame).unwrap();
     (gpa, mem.frames().host_addr(frame).unwrap() + off)
+}
+
+/// Writes 0xfeed to word 0; returns its frame, the word's host address
+/// and where the frame is.
+fn fed_first_frame(rig: &Rig) -> (usize, u64, Location) {
+    let (gpa, host) = word_addr(&rig.mem, 0);
+    write_host_u64(host, 0xfeed);
+    let frame = rig.mem.frames().frame_of_gpa(gpa).unwrap();
+    (frame, host, rig.mem.location(frame).unwrap())
 }
 
 /// Runs writers until `stop`; returns each writer's expected values and
@@ -453,10 +462,7 @@ fn moves_to_the_current_tier_and_duplicates_are_skipped() {
 #[test]
 fn a_failed_move_keeps_the_source_readable_with_latest_data() {
     let rig = rig(FRAMES, FRAMES, false);
-    let (gpa, host) = word_addr(&rig.mem, 0);
-    write_host_u64(host, 0xfeed);
-    let frame = rig.mem.frames().frame_of_gpa(gpa).unwrap();
-    let before = rig.mem.location(frame).unwrap();
+    let (frame, host, before) = fed_first_frame(&rig);
     for step in [Step::Copy, Step::Remap] {
         rig.migrator.faults().unwrap().fail_next(step, 1);
         let r = rig.migrator.migrate(&[Move {
@@ -470,16 +476,12 @@ fn a_failed_move_keeps_the_source_readable_with_latest_data() {
         write_host_u64(host, 0xfeed);
     }
     rig.mem.verify_backing().unwrap();
-    let _ = AtomicU64::new(0);
 }
 
 #[test]
 fn a_failed_registration_keeps_the_move_and_the_next_protect_registers() {
     let rig = rig(FRAMES, FRAMES, false);
-    let (gpa, host) = word_addr(&rig.mem, 0);
-    write_host_u64(host, 0xfeed);
-    let frame = rig.mem.frames().frame_of_gpa(gpa).unwrap();
-    let from = rig.mem.location(frame).unwrap();
+    let (frame, host, from) = fed_first_frame(&rig);
     rig.migrator.faults().unwrap().fail_next(Step::Register, 1);
     let r = rig.migrator.migrate(&[Move {
         frame,
