@@ -189,19 +189,24 @@ impl Ledger {
             .map_or(0, |s| s.allocated() - self.map.used_frames(tier))
     }
 
+    /// The allocator of `tier`, for ledgers that hand out free slots (not
+    /// fixed ones).
+    fn free_slots(&mut self, tier: usize) -> Result<&mut SlotAllocator, LedgerError> {
+        if self.quotas.is_some() {
+            return Err(LedgerError::FixedSlots);
+        }
+        self.slots
+            .get_mut(tier)
+            .ok_or(LedgerError::NoSuchTier(tier))
+    }
+
     /// Reserves `count` free slots of `tier`, all or none.
     pub(crate) fn reserve(
         &mut self,
         tier: usize,
         count: usize,
     ) -> Result<Vec<Location>, LedgerError> {
-        if self.quotas.is_some() {
-            return Err(LedgerError::FixedSlots);
-        }
-        let allocator = self
-            .slots
-            .get_mut(tier)
-            .ok_or(LedgerError::NoSuchTier(tier))?;
+        let allocator = self.free_slots(tier)?;
         if allocator.available() < count {
             return Err(LedgerError::TierFull {
                 tier,
@@ -219,6 +224,23 @@ impl Ledger {
                 Ok(Location { tier, slot })
             })
             .collect()
+    }
+
+    /// Reserves one free slot of `tier`: `preferred` if it is free.
+    pub(crate) fn reserve_preferring(
+        &mut self,
+        tier: usize,
+        preferred: usize,
+    ) -> Result<Location, LedgerError> {
+        let slot = self
+            .free_slots(tier)?
+            .allocate_preferring(preferred)
+            .ok_or(LedgerError::TierFull {
+                tier,
+                available: 0,
+                wanted: 1,
+            })?;
+        Ok(Location { tier, slot })
     }
 
     /// Frees a reserved slot (one that backs no frame).

@@ -56,8 +56,17 @@ impl SlotAllocator {
         Some(slot)
     }
 
-    /// Takes the free slot `slot`. The free list's order is not kept (only
-    /// shared backings, where slots are fixed per frame, take slots).
+    /// Takes `preferred` if it is free, else any free slot; `None` if the
+    /// tier is full. Handing consecutive frames consecutive slots lets a
+    /// migration map them with one `mmap`.
+    pub fn allocate_preferring(&mut self, preferred: usize) -> Option<usize> {
+        match self.take(preferred) {
+            Ok(()) => Some(preferred),
+            Err(_) => self.allocate(),
+        }
+    }
+
+    /// Takes the free slot `slot`. The free list's order is not kept.
     pub fn take(&mut self, slot: usize) -> Result<(), SlotError> {
         let at = match self.position.get(slot) {
             None => {
@@ -140,6 +149,18 @@ mod tests {
         assert!(!slots.is_allocated(a));
         assert_eq!(slots.allocate(), Some(a));
         assert!(slots.is_allocated(a));
+    }
+
+    #[test]
+    fn a_preferred_slot_is_taken_when_free_and_any_slot_otherwise() {
+        let mut slots = SlotAllocator::new(4);
+        assert_eq!(slots.allocate_preferring(2), Some(2));
+        assert_eq!(slots.allocate_preferring(3), Some(3));
+        let other = slots.allocate_preferring(3).unwrap();
+        assert!(other < 2, "3 is taken: any free slot");
+        assert_eq!(slots.allocate_preferring(9), Some(1 - other));
+        assert_eq!(slots.allocate_preferring(0), None, "full");
+        assert_eq!(slots.available(), 0);
     }
 
     #[test]

@@ -190,6 +190,20 @@ impl TieredMemory {
         Ok(self.ledger().reserve(tier, 1)?[0])
     }
 
+    /// Reserves one free slot of `tier` as a migration destination: the
+    /// slot right after `prev` if there is one and it is free, so frames
+    /// moving together keep consecutive slots and map with one `mmap`.
+    pub fn reserve_slot_after(
+        &self,
+        tier: usize,
+        prev: Option<Location>,
+    ) -> Result<Location, Error> {
+        match prev {
+            Some(p) if p.tier == tier => Ok(self.ledger().reserve_preferring(tier, p.slot + 1)?),
+            _ => self.reserve_slot(tier),
+        }
+    }
+
     /// Reserves `count` free slots of `tier`, all or none.
     pub fn reserve_slots(&self, tier: usize, count: usize) -> Result<Vec<Location>, Error> {
         Ok(self.ledger().reserve(tier, count)?)

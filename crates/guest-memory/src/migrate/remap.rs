@@ -979,7 +979,13 @@ impl Migrator for RemapMigrator {
         let mut seen = HashSet::new();
         let mut moves = Vec::new();
         let mut full: Vec<(usize, Location, usize)> = Vec::new();
-        for m in batch {
+        // In frame order, each frame asks for the slot after its
+        // predecessor's: runs of frames keep consecutive slots and map
+        // with one `mmap` (each holds `mmap_lock` for writing).
+        let mut ordered: Vec<&Move> = batch.iter().collect();
+        ordered.sort_by_key(|m| m.frame);
+        let mut prev: Option<Planned> = None;
+        for m in ordered {
             if !seen.insert(m.frame) {
                 report.skipped += 1;
                 continue;
@@ -1007,12 +1013,17 @@ impl Migrator for RemapMigrator {
                 ));
                 continue;
             }
-            match self.memory.reserve_slot(m.to_tier) {
-                Ok(to) => moves.push(Planned {
-                    frame: m.frame,
-                    from,
-                    to,
-                }),
+            let after = prev.filter(|p| p.frame + 1 == m.frame).map(|p| p.to);
+            match self.memory.reserve_slot_after(m.to_tier, after) {
+                Ok(to) => {
+                    let planned = Planned {
+                        frame: m.frame,
+                        from,
+                        to,
+                    };
+                    moves.push(planned);
+                    prev = Some(planned);
+                }
                 Err(_) => full.push((m.frame, from, m.to_tier)),
             }
         }

@@ -40,6 +40,16 @@ pub fn config_error(cfg: &MemoryConfig) -> String {
     }
 }
 
+/// Number of mappings in this process of the memfd named after `tier`.
+pub fn memfd_mappings(tier: &str) -> usize {
+    let needle = format!("/memfd:tiervisor-{tier} ");
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(&needle))
+        .count()
+}
+
 /// Reads a u64 at a host address.
 pub fn read_host_u64(addr: u64) -> u64 {
     // SAFETY: callers pass addresses inside a live view or guest mapping of

@@ -3,17 +3,7 @@
 use guest_memory::{MemoryConfig, TieredMemory};
 use vm_memory::{Bytes, GuestAddress};
 
-use crate::common::{MIB, memfd};
-
-/// Number of mappings of the memfd named after `tier`.
-fn memfd_mappings(tier: &str) -> usize {
-    let needle = format!("/memfd:tiervisor-{tier} ");
-    std::fs::read_to_string("/proc/self/maps")
-        .unwrap()
-        .lines()
-        .filter(|l| l.contains(&needle))
-        .count()
-}
+use crate::common::{MIB, memfd, memfd_mappings};
 
 #[test]
 fn drop_unmaps_views_and_guest_ranges() {

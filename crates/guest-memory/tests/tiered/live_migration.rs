@@ -17,7 +17,7 @@ use guest_memory::migrate::{
 use guest_memory::{BatchReport, Location, Migrator, Move, Placement, TieredMemory};
 use page_copy::{EngineSpec, engine_from_spec};
 
-use crate::common::{config, memfd, read_host_u64, write_host_u64};
+use crate::common::{config, memfd, memfd_mappings, read_host_u64, write_host_u64};
 
 const FRAME: u64 = 64 << 10;
 const FRAMES: u64 = 64;
@@ -35,6 +35,22 @@ fn rig(fast_frames: u64, slow_frames: u64, precopy: bool) -> Rig {
 }
 
 fn rig_with(fast_frames: u64, slow_frames: u64, precopy: bool, options: GuardOptions) -> Rig {
+    rig_placed(
+        fast_frames,
+        slow_frames,
+        precopy,
+        options,
+        Placement::Interleave,
+    )
+}
+
+fn rig_placed(
+    fast_frames: u64,
+    slow_frames: u64,
+    precopy: bool,
+    options: GuardOptions,
+    placement: Placement,
+) -> Rig {
     let cfg = config(
         FRAMES * FRAME,
         FRAME,
@@ -42,7 +58,7 @@ fn rig_with(fast_frames: u64, slow_frames: u64, precopy: bool, options: GuardOpt
             memfd("fast", &format!("{}K", fast_frames * FRAME / 1024)),
             memfd("slow", &format!("{}K", slow_frames * FRAME / 1024)),
         ],
-        Placement::Interleave,
+        placement,
     );
     let mem = Arc::new(TieredMemory::new(&cfg).unwrap());
     let guard = Arc::new(WriteGuard::with_options(mem.regions(), options).unwrap());
@@ -457,6 +473,40 @@ fn moves_to_the_current_tier_and_duplicates_are_skipped() {
         (5, 1, 2, 2),
         "{r:?}"
     );
+}
+
+#[test]
+fn consecutive_frames_get_consecutive_slots_and_one_mapping() {
+    // Every frame on fast; slow is empty, its free slots handed out in
+    // ascending order. Reserving in batch order gave frames 2..=5 the
+    // slots 3, 1, 2, 0: three mappings where one does.
+    let rig = rig_placed(
+        FRAMES,
+        FRAMES,
+        false,
+        GuardOptions::default(),
+        Placement::FastFirst,
+    );
+    let before = memfd_mappings("slow");
+    let batch: Vec<Move> = [5, 3, 4, 2]
+        .into_iter()
+        .map(|frame| Move { frame, to_tier: 1 })
+        .collect();
+    let r = rig.migrator.migrate(&batch);
+    assert_eq!((r.moved, r.aborted), (4, 0), "{r:?}");
+    let slots: Vec<usize> = (2..=5)
+        .map(|f| {
+            let at = rig.mem.location(f).unwrap();
+            assert_eq!(at.tier, 1);
+            at.slot
+        })
+        .collect();
+    assert!(
+        slots.windows(2).all(|w| w[1] == w[0] + 1),
+        "slots {slots:?}"
+    );
+    assert_eq!(memfd_mappings("slow"), before + 1, "one mmap for the run");
+    rig.mem.verify_backing().unwrap();
 }
 
 #[test]
