@@ -174,8 +174,9 @@ mod tests {
         assert!(md.contains("### migrate: live migration in a KVM VM"));
         assert!(md.contains("#### remap-precopy, write-busy guest: memcheck writes"));
         assert!(md.contains(
-            "| frames/batch | batches | GB/s | spread | × best copy | per batch | protect | copy \
-             | remap | other | re-copied | stalled writes | stall p50 | stall p99 | stall max |"
+            "| frames/batch | batches | GB/s | spread | × best copy | × copy under load | per batch \
+             | protect | copy | remap | other | re-copied | stalled writes | stall p50 | stall p99 \
+             | stall max |"
         ));
         assert!(md.contains("### migrate-soak: migration soak"));
         assert!(md.contains("* total: 20009 migrations, 0 aborted"));

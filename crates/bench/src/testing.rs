@@ -192,6 +192,11 @@ pub fn sample_migrate_result() -> MigrateResult {
                     },
                 ),
             };
+            // The busy guest leaves a copy half the idle machine's bandwidth.
+            let loaded = match scenario.guest {
+                GuestLoad::Idle => best,
+                GuestLoad::WriteBusy => best / 2.0,
+            };
             let batch_sizes = settings
                 .batch_sizes
                 .iter()
@@ -210,6 +215,7 @@ pub fn sample_migrate_result() -> MigrateResult {
                         gbps,
                         bandwidth: bandwidth(gbps),
                         vs_best_copy: ratio(gbps, best),
+                        vs_loaded_copy: ratio(gbps, loaded),
                         mean_batch_us: seconds * 1e6 / batches as f64,
                         phases: PhaseTimes {
                             protect_s: seconds * 0.1,
@@ -230,6 +236,7 @@ pub fn sample_migrate_result() -> MigrateResult {
                 workload: "memcheck:size=131072K,seconds=86400".to_owned(),
                 pool_frames: 64,
                 pool_range: (4, 67),
+                loaded_copy: Some(bandwidth(loaded)),
                 batch_sizes,
                 verification: verification(),
             }

@@ -32,7 +32,7 @@ use crate::progress;
 
 pub use baselines::BaselineError;
 pub use charts::write_svgs;
-pub use reference::{CopyReference, measure_best_parallel};
+pub use reference::{CopyReference, RepeatedCopy, measure_best_parallel};
 pub use result::{
     BestParallel, CopyResult, EngineResult, ParallelResult, RangeSizeResult, format_ratio,
     parallel_table,

@@ -89,6 +89,62 @@ pub fn measure_best_parallel(
     })
 }
 
+/// The best parallel copy's configuration over buffers of its own, timed
+/// again and again while something else runs (the `migrate` suite times
+/// it between rounds, under the guest's load, so that migrations can also
+/// be compared with what a plain copy gets on the same busy machine).
+#[derive(Debug)]
+pub struct RepeatedCopy {
+    buffers: Buffers,
+    threads: usize,
+    mode: page_copy::CopyMode,
+}
+
+impl RepeatedCopy {
+    /// Buffers of `bytes` (source bytes from `seed`) copied the way
+    /// `best` was; checked once.
+    pub fn new(bytes: u64, best: &BestParallel, seed: u64) -> Result<Self, CopySuiteError> {
+        let label = format!("parallel {}x{}, repeated", best.threads, best.mode);
+        let mode = MODES
+            .into_iter()
+            .find(|m| m.to_string() == best.mode)
+            .ok_or_else(|| CopySuiteError::NoSamples(label.clone()))?;
+        let len = usize::try_from(bytes).map_err(|_| CopySuiteError::NoSamples(label.clone()))?;
+        let mut copy = Self {
+            buffers: Buffers::new(len, seed)?,
+            threads: best.threads,
+            mode,
+        };
+        copy.buffers.clear_destination();
+        copy.time()?;
+        if let Some(offset) = copy.buffers.first_difference() {
+            return Err(CopySuiteError::Mismatch {
+                measurement: label,
+                offset,
+            });
+        }
+        Ok(copy)
+    }
+
+    /// Bytes per copy.
+    pub fn bytes(&self) -> u64 {
+        self.buffers.len() as u64
+    }
+
+    /// Copies the whole buffer once; the time of the copy.
+    pub fn time(&mut self) -> Result<Duration, CopySuiteError> {
+        let whole = self.buffers.whole();
+        // SAFETY: `whole` spans the two distinct live mappings of
+        // `self.buffers`, which nothing else touches during the call.
+        unsafe { parallel_copy(whole, self.threads, self.mode) }.map_err(|source| {
+            CopySuiteError::Baseline {
+                measurement: format!("parallel {}x{}, repeated", self.threads, self.mode),
+                source,
+            }
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +164,21 @@ mod tests {
             assert_eq!(p.bandwidth.samples_gbps.len(), 2);
             assert!(p.vs_best_parallel.unwrap() <= 1.0);
         }
+    }
+
+    #[test]
+    fn a_repeated_copy_copies_like_the_best_and_times_each_run() {
+        let reference = measure_best_parallel(2 << 20, 2, 1, 7).unwrap();
+        let mut copy = RepeatedCopy::new(1 << 20, &reference.best, 9).unwrap();
+        assert_eq!(copy.bytes(), 1 << 20);
+        assert!(copy.time().unwrap() > Duration::ZERO);
+        assert_eq!(copy.buffers.first_difference(), None);
+        let unknown = BestParallel {
+            threads: 1,
+            mode: "teleport".to_owned(),
+            median_gbps: 1.0,
+        };
+        assert!(RepeatedCopy::new(1 << 20, &unknown, 9).is_err());
     }
 
     #[test]

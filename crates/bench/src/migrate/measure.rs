@@ -1,7 +1,8 @@
 //! The timed part of one scenario, run by the driver thread while the
 //! guest runs: wait for the workload, one untimed warm-up pass over the
 //! pool, then interleaved rounds in which every batch size moves its
-//! share of random pool frames.
+//! share of random pool frames, each round opened by one timed plain
+//! copy (the best copy's configuration) under the same guest load.
 
 use std::time::Duration;
 
@@ -13,6 +14,7 @@ use guest_memory::Move;
 use super::batch::{BatchError, Picker, flip, run_batch};
 use super::runner::Driving;
 use super::settings::MigrateSettings;
+use crate::copy::{CopySuiteError, RepeatedCopy};
 
 /// Longest wait for the guest's workload to start (memcheck first writes
 /// every page of its buffer, GiBs in the full run).
@@ -36,6 +38,9 @@ pub enum MeasureError {
         #[source]
         source: BatchError,
     },
+    /// The plain copy timed under the guest's load failed.
+    #[error("plain copy under the guest's load")]
+    Copy(#[source] CopySuiteError),
     /// A soak batch did not move every frame.
     #[error("soak batch {number}")]
     SoakBatch {
@@ -76,15 +81,27 @@ pub struct SizeTotals {
     pub stalls: Vec<Duration>,
 }
 
+/// Everything measured in one scenario.
+#[derive(Debug, Clone, Default)]
+pub struct Measured {
+    /// One entry per batch size.
+    pub sizes: Vec<SizeTotals>,
+    /// The plain copy's time at the start of each round, under the same
+    /// guest load as the migrations.
+    pub loaded_copy: Vec<Duration>,
+}
+
 /// Runs the measurement over `pool` with `settings`, one bar step per
-/// round of one batch size; `label` names the scenario in the bar.
+/// round of one batch size, timing `copy` once per round; `label` names
+/// the scenario in the bar.
 pub fn measure(
     driving: &Driving<'_>,
     pool: &[usize],
     settings: &MigrateSettings,
+    copy: &mut RepeatedCopy,
     bar: &ProgressBar,
     label: &str,
-) -> Result<Vec<SizeTotals>, MeasureError> {
+) -> Result<Measured, MeasureError> {
     bar.set_message(format!("{label}: waiting for the guest workload"));
     if !driving.wait_for_workload(WORKLOAD_START) {
         return Err(if driving.guest_running() {
@@ -107,7 +124,13 @@ pub fn measure(
             ..SizeTotals::default()
         })
         .collect();
+    let mut loaded_copy = Vec::with_capacity(settings.rounds);
     for round in 1..=settings.rounds {
+        bar.set_message(format!(
+            "{label}: round {round}/{}, plain copy under the guest's load",
+            settings.rounds
+        ));
+        loaded_copy.push(copy.time().map_err(MeasureError::Copy)?);
         for size in &mut totals {
             bar.set_message(format!(
                 "{label}: round {round}/{}, {} frames/batch",
@@ -146,7 +169,10 @@ pub fn measure(
             bar.inc(1);
         }
     }
-    Ok(totals)
+    Ok(Measured {
+        sizes: totals,
+        loaded_copy,
+    })
 }
 
 /// Sends every pool frame to the other tier and back, `batch` at a time

@@ -3,7 +3,10 @@
 //! write-busy) a fresh VM runs its workload while a driver thread moves
 //! random frames between two memfd tiers in batches of 1 / 16 / 64 / 512
 //! frames. Reported per batch size: migration bandwidth against the best
-//! copy measured in the same run, where the migrator's time goes
+//! copy measured in the same run and against the same copy timed under
+//! the scenario's guest load (what the busy machine leaves a copy: the
+//! share lost to the protocol, not to the guest's CPU use), where the
+//! migrator's time goes
 //! (protect / copy / remap / other), and the guest write stalls
 //! (p50 / p99 / max, measured host-side).
 //!
@@ -34,7 +37,8 @@ use thiserror::Error;
 
 use guest_memory::Placement;
 
-use crate::copy::{CopySuiteError, measure_best_parallel};
+use crate::bandwidth::Bandwidth;
+use crate::copy::{CopySuiteError, RepeatedCopy, measure_best_parallel};
 use crate::progress;
 
 pub use charts::write_svgs;
@@ -108,6 +112,11 @@ pub fn run(settings: MigrateSettings) -> Result<MigrateResult, MigrateSuiteError
         settings.copy_reference_repetitions,
         settings.seed,
     )?;
+    let mut copy = RepeatedCopy::new(
+        settings.copy_reference_bytes,
+        &reference.best,
+        settings.seed,
+    )?;
     setup.finish_and_clear();
 
     let all = scenarios();
@@ -115,12 +124,17 @@ pub fn run(settings: MigrateSettings) -> Result<MigrateResult, MigrateSuiteError
     let bar = progress::bar("migrate", steps as u64);
     let mut results = Vec::with_capacity(all.len());
     for scenario in all {
-        let result = run_scenario(scenario, &settings, reference.best.median_gbps, &bar).map_err(
-            |source| MigrateSuiteError::Scenario {
-                scenario: scenario.label(),
-                source: Box::new(source),
-            },
-        )?;
+        let result = run_scenario(
+            scenario,
+            &settings,
+            reference.best.median_gbps,
+            &mut copy,
+            &bar,
+        )
+        .map_err(|source| MigrateSuiteError::Scenario {
+            scenario: scenario.label(),
+            source: Box::new(source),
+        })?;
         results.push(result);
     }
     bar.finish_and_clear();
@@ -128,11 +142,12 @@ pub fn run(settings: MigrateSettings) -> Result<MigrateResult, MigrateSuiteError
 }
 
 /// One VM: boot, pick the pool, run the workload and the measurement side
-/// by side, check everything.
+/// by side (with `copy` timed under the same load), check everything.
 fn run_scenario(
     scenario: Scenario,
     settings: &MigrateSettings,
     best_gbps: f64,
+    copy: &mut RepeatedCopy,
     bar: &ProgressBar,
 ) -> Result<ScenarioResult, ScenarioError> {
     let shape = GuestShape {
@@ -158,9 +173,9 @@ fn run_scenario(
         image::fill_pattern(vm.memory(), &pool, settings.seed)?;
     }
     let label = scenario.label();
-    let (end, measured) = vm.run(|driving| measure(driving, &pool, settings, bar, &label))?;
+    let (end, measured) = vm.run(|driving| measure(driving, &pool, settings, copy, bar, &label))?;
     verify::check_end(&vm, &end)?;
-    let totals = measured?;
+    let measured = measured?;
     let image = match scenario.guest {
         GuestLoad::Idle => ImageKind::Pattern {
             frames: &pool,
@@ -169,10 +184,13 @@ fn run_scenario(
         GuestLoad::WriteBusy => ImageKind::Memcheck,
     };
     let verification = verify::verify(&vm, &end, image)?;
-    let batch_sizes = totals
+    let loaded_copy = Bandwidth::from_runs(copy.bytes(), &measured.loaded_copy);
+    let loaded_gbps = loaded_copy.as_ref().map(|b| b.median_gbps);
+    let batch_sizes = measured
+        .sizes
         .iter()
         .map(|t| {
-            BatchSizeResult::build(t, settings.frame_size, best_gbps)
+            BatchSizeResult::build(t, settings.frame_size, best_gbps, loaded_gbps)
                 .ok_or(ScenarioError::NoSamples(t.frames_per_batch))
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -185,6 +203,7 @@ fn run_scenario(
             pool.first().copied().unwrap_or(0),
             pool.last().copied().unwrap_or(0),
         ),
+        loaded_copy,
         batch_sizes,
         verification,
     })

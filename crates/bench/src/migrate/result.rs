@@ -51,6 +51,10 @@ pub struct ScenarioResult {
     pub pool_frames: usize,
     /// First and last frame index of the pool.
     pub pool_range: (usize, usize),
+    /// The best copy's configuration timed once per round while the
+    /// guest ran its load (`None` in results from before it was measured).
+    #[serde(default)]
+    pub loaded_copy: Option<Bandwidth>,
     /// One entry per batch size.
     pub batch_sizes: Vec<BatchSizeResult>,
     /// The end checks, all passed.
@@ -76,6 +80,9 @@ pub struct BatchSizeResult {
     pub bandwidth: Bandwidth,
     /// `gbps` relative to the best copy of the same run.
     pub vs_best_copy: Option<f64>,
+    /// `gbps` relative to the same copy under this scenario's guest load.
+    #[serde(default)]
+    pub vs_loaded_copy: Option<f64>,
     /// Mean wall time of one batch, µs.
     pub mean_batch_us: f64,
     /// Where the migrator's time went.
@@ -147,8 +154,14 @@ pub struct Judged {
 
 impl BatchSizeResult {
     /// Summarizes `totals` of `frame_size` frames against the best copy
-    /// `best_gbps`; `None` without timed rounds.
-    pub fn build(totals: &SizeTotals, frame_size: u64, best_gbps: f64) -> Option<Self> {
+    /// `best_gbps` and the copy under the guest's load `loaded_gbps`;
+    /// `None` without timed rounds.
+    pub fn build(
+        totals: &SizeTotals,
+        frame_size: u64,
+        best_gbps: f64,
+        loaded_gbps: Option<f64>,
+    ) -> Option<Self> {
         let rounds = totals.round_times.len();
         if rounds == 0 || totals.batches == 0 {
             return None;
@@ -168,6 +181,7 @@ impl BatchSizeResult {
             gbps,
             bandwidth: Bandwidth::from_runs(per_round, &totals.round_times)?,
             vs_best_copy: ratio(gbps, best_gbps),
+            vs_loaded_copy: loaded_gbps.and_then(|l| ratio(gbps, l)),
             mean_batch_us: seconds * 1e6 / totals.batches as f64,
             phases: PhaseTimes {
                 protect_s: phase(totals.protect),
@@ -314,6 +328,10 @@ impl MigrateResult {
              handler reads a write-protect fault to the moment the migrator closes the window \
              after waking the writer; one sample per 4 KiB page written while protected"
                 .to_owned(),
+            "× copy under load = migration bandwidth against the best copy's configuration timed \
+             once per round in the same VM while its guest runs its load (the CPU and memory the \
+             busy machine leaves a copy; an idle guest leaves nearly all)"
+                .to_owned(),
             "GB = 1e9 bytes; protect / copy / remap / other are shares of the time in migrate(); \
              re-copied = pre-copy bytes copied again because the guest wrote them, as a share \
              of the bytes moved"
@@ -348,14 +366,22 @@ impl MigrateResult {
                 s.pool_frames
             ),
         };
+        let loaded = s.loaded_copy.as_ref().map_or_else(String::new, |b| {
+            format!(
+                "; copy under this load {:.2} GB/s (spread {:.0}%)",
+                b.median_gbps,
+                b.spread * 100.0
+            )
+        });
         let mut table = Table::new(
-            format!("{}: {what}", s.scenario().label()),
+            format!("{}: {what}{loaded}", s.scenario().label()),
             &[
                 ("frames/batch", Align::Right),
                 ("batches", Align::Right),
                 ("GB/s", Align::Right),
                 ("spread", Align::Right),
                 ("× best copy", Align::Right),
+                ("× copy under load", Align::Right),
                 ("per batch", Align::Right),
                 ("protect", Align::Right),
                 ("copy", Align::Right),
@@ -375,6 +401,7 @@ impl MigrateResult {
                 format!("{:.2}", b.gbps),
                 format!("{:.0}%", b.bandwidth.spread * 100.0),
                 format_ratio(b.vs_best_copy),
+                format_ratio(b.vs_loaded_copy),
                 format_micros(Some(b.mean_batch_us)),
             ];
             cells.extend(b.phases.shares().map(format_share));
@@ -455,19 +482,22 @@ mod tests {
             recopied_pages: 0,
             stalls: vec![Duration::from_micros(300), Duration::from_micros(900)],
         };
-        let b = BatchSizeResult::build(&totals, 2 << 20, 2.0).unwrap();
+        let b = BatchSizeResult::build(&totals, 2 << 20, 2.0, Some(1.0)).unwrap();
         assert_eq!(b.bytes_moved, 64 << 21);
         let expected = (64u64 << 21) as f64 / 0.1 / 1e9;
         assert!((b.gbps - expected).abs() < 1e-9, "{}", b.gbps);
         assert_eq!(b.bandwidth.samples_gbps.len(), 2);
         assert!((b.vs_best_copy.unwrap() - expected / 2.0).abs() < 1e-9);
+        assert!((b.vs_loaded_copy.unwrap() - expected).abs() < 1e-9);
+        let unloaded = BatchSizeResult::build(&totals, 2 << 20, 2.0, None).unwrap();
+        assert_eq!(unloaded.vs_loaded_copy, None);
         assert!((b.mean_batch_us - 25_000.0).abs() < 1e-6);
         assert!((b.phases.other_s - 0.020).abs() < 1e-9);
         let shares = b.phases.shares();
         assert!((shares[1].unwrap() - 0.625).abs() < 1e-9);
         assert_eq!(b.stalls.count, 2);
         assert_eq!(b.stalls.max_us, Some(900.0));
-        assert!(BatchSizeResult::build(&SizeTotals::default(), 2 << 20, 2.0).is_none());
+        assert!(BatchSizeResult::build(&SizeTotals::default(), 2 << 20, 2.0, None).is_none());
     }
 
     #[test]
@@ -506,6 +536,7 @@ mod tests {
         assert!(lines[0].contains("256 MiB guest on 2 vCPUs"));
         assert!(lines[1].contains("10.00 GB/s with 2 threads (nt)"));
         assert!(lines[2].contains("host-side"));
+        assert!(lines[3].starts_with("× copy under load = "));
         assert!(lines.iter().any(|l| l.contains("MISSED: lowest 0.72×")));
         assert!(
             lines
@@ -529,17 +560,26 @@ mod tests {
         assert_eq!(
             busy.rows()[2],
             [
-                "64", "3", "8.00", "10%", "0.80×", "16.78 ms", "10%", "60%", "20%", "10%", "—",
-                "40", "1.50 ms", "2.00 ms", "5.00 ms"
+                "64", "3", "8.00", "10%", "0.80×", "1.60×", "16.78 ms", "10%", "60%", "20%", "10%",
+                "—", "40", "1.50 ms", "2.00 ms", "5.00 ms"
             ]
         );
         let idle_precopy = &tables[3];
         assert_eq!(
-            idle_precopy.rows()[0][10],
+            idle_precopy.rows()[0][11],
             "0%",
             "re-copied is shown for pre-copy"
         );
-        assert_eq!(idle_precopy.rows()[0][12], "—", "no stall, no percentile");
+        assert_eq!(idle_precopy.rows()[0][13], "—", "no stall, no percentile");
+        assert_eq!(
+            idle_precopy.rows()[0][5],
+            idle_precopy.rows()[0][4],
+            "the sample's idle guest leaves the copy all of its bandwidth"
+        );
+        assert!(
+            busy.title()
+                .ends_with("; copy under this load 5.00 GB/s (spread 10%)")
+        );
         let md = tables[5].render_markdown();
         assert!(md.contains("| remap | write-busy | exited 0 after its own final check |"));
     }
