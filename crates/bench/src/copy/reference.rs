@@ -2,7 +2,8 @@
 //! (the `migrate` suite): the copy suite's contiguous parallel baseline
 //! ([`parallel_copy`] over two pre-faulted memfd mappings, every thread
 //! count and both modes, each checked once, then timed in interleaved
-//! rounds) without the engines.
+//! rounds) without the engines, and [`RepeatedCopy`], that copy's
+//! configuration timed again under another suite's load.
 
 use std::time::Duration;
 
@@ -104,7 +105,7 @@ impl RepeatedCopy {
     /// Buffers of `bytes` (source bytes from `seed`) copied the way
     /// `best` was; checked once.
     pub fn new(bytes: u64, best: &BestParallel, seed: u64) -> Result<Self, CopySuiteError> {
-        let label = format!("parallel {}x{}, repeated", best.threads, best.mode);
+        let label = repeated_label(best.threads, &best.mode);
         let mode = MODES
             .into_iter()
             .find(|m| m.to_string() == best.mode)
@@ -138,11 +139,16 @@ impl RepeatedCopy {
         // `self.buffers`, which nothing else touches during the call.
         unsafe { parallel_copy(whole, self.threads, self.mode) }.map_err(|source| {
             CopySuiteError::Baseline {
-                measurement: format!("parallel {}x{}, repeated", self.threads, self.mode),
+                measurement: repeated_label(self.threads, self.mode),
                 source,
             }
         })
     }
+}
+
+/// How errors name a [`RepeatedCopy`].
+fn repeated_label(threads: usize, mode: impl std::fmt::Display) -> String {
+    format!("parallel {threads}x{mode}, repeated")
 }
 
 #[cfg(test)]
