@@ -45,6 +45,12 @@ pub struct Cli {
     /// (K/M/G suffixes), e.g. for fast tests.
     #[arg(long, hide = true, value_parser = parse_size_arg)]
     pub bytes: Option<u64>,
+    /// Test hook of the migrate suite: under the write-busy guest, the
+    /// first timed batch of each batch size stays write-protected until a
+    /// vCPU write waits on it, so a run shows that its stall measurement
+    /// works whatever the scheduler does (that batch's time is distorted).
+    #[arg(long, hide = true)]
+    pub hold_until_write_waits: bool,
 }
 
 impl Cli {
@@ -55,6 +61,7 @@ impl Cli {
             bytes: self.bytes,
             soak: self.soak,
             hugetlb: self.hugetlb,
+            hold_until_write_waits: self.hold_until_write_waits,
         }
     }
 
@@ -107,6 +114,7 @@ mod tests {
                 bytes: Some(4 << 20),
                 soak: None,
                 hugetlb: false,
+                hold_until_write_waits: false,
             }
         );
     }

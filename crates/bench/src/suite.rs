@@ -136,6 +136,8 @@ pub struct RunOptions {
     pub soak: Option<u64>,
     /// Migrate suite: hugetlb tiers instead of shmem (`--hugetlb`).
     pub hugetlb: bool,
+    /// Migrate suite test hook (`--hold-until-write-waits`).
+    pub hold_until_write_waits: bool,
 }
 
 /// Why a suite failed.
@@ -170,7 +172,8 @@ pub fn run(suite: Suite, options: &RunOptions) -> Result<SuiteResult, SuiteError
         Suite::Migrate => {
             let settings = MigrateSettings::new(options.quick, options.bytes, cpus)
                 .map_err(MigrateSuiteError::from)?
-                .with_hugetlb(options.hugetlb);
+                .with_hugetlb(options.hugetlb)
+                .with_write_wait_hold(options.hold_until_write_waits);
             Ok(SuiteResult::Migrate(migrate::run(settings)?))
         }
         Suite::MigrateSoak => {
@@ -301,6 +304,7 @@ mod tests {
             bytes: Some(12345),
             soak: None,
             hugetlb: false,
+            hold_until_write_waits: false,
         };
         let err = run(Suite::Copy, &options).unwrap_err();
         assert!(matches!(err, SuiteError::Copy(CopySuiteError::Settings(_))));
@@ -333,6 +337,7 @@ mod tests {
             bytes: None,
             soak: Some(2),
             hugetlb: false,
+            hold_until_write_waits: false,
         };
         let err = run(Suite::MigrateSoak, &options).unwrap_err();
         assert!(

@@ -221,11 +221,21 @@ fn guest_too_small_is_refused() {
     assert!(stderr.contains("below the"), "{stderr}");
 }
 
-/// Every package `package` builds with (its own dependencies of every
-/// kind, then their normal and build dependencies), from `cargo metadata`.
+/// Every workspace package `package` builds with (its own dependencies of
+/// every kind, then their normal and build dependencies), from `cargo
+/// metadata --no-deps`: the workspace's own manifests, so no registry
+/// crate need be downloaded. Registry crates never depend on workspace
+/// crates, so the walk through the workspace finds every path between
+/// two of them.
 fn dependency_closure(package: &str) -> BTreeSet<String> {
     let out = Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--offline"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .unwrap();
@@ -235,45 +245,40 @@ fn dependency_closure(package: &str) -> BTreeSet<String> {
         String::from_utf8_lossy(&out.stderr)
     );
     let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let names: HashMap<&str, &str> = meta["packages"]
+    let deps: HashMap<&str, Vec<(&str, bool)>> = meta["packages"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .map(|p| {
+            let deps = p["dependencies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| (d["name"].as_str().unwrap(), d["kind"] == "dev"))
+                .collect();
+            (p["name"].as_str().unwrap(), deps)
+        })
         .collect();
-    let nodes = meta["resolve"]["nodes"].as_array().unwrap();
-    let deps_of = |id: &str, with_dev: bool| -> Vec<String> {
-        let node = nodes.iter().find(|n| n["id"] == id).unwrap();
-        node["deps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|d| {
-                with_dev
-                    || d["dep_kinds"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .any(|k| k["kind"] != "dev")
-            })
-            .map(|d| d["pkg"].as_str().unwrap().to_owned())
+    assert!(
+        deps.contains_key(package),
+        "{package} is a workspace package"
+    );
+    let workspace_deps_of = |name: &str, with_dev: bool| -> Vec<String> {
+        deps.get(name)
+            .into_iter()
+            .flatten()
+            .filter(|&&(dep, dev)| deps.contains_key(dep) && (with_dev || !dev))
+            .map(|&(dep, _)| dep.to_owned())
             .collect()
     };
-    let root = names
-        .iter()
-        .find(|(_, name)| **name == package)
-        .map(|(id, _)| (*id).to_owned())
-        .unwrap();
     let mut seen = BTreeSet::new();
-    let mut todo = deps_of(&root, true);
-    while let Some(id) = todo.pop() {
-        if seen.insert(id.clone()) {
-            todo.extend(deps_of(&id, false));
+    let mut todo = workspace_deps_of(package, true);
+    while let Some(name) = todo.pop() {
+        if seen.insert(name.clone()) {
+            todo.extend(workspace_deps_of(&name, false));
         }
     }
-    seen.iter()
-        .map(|id| names[id.as_str()].to_owned())
-        .collect()
+    seen
 }
 
 #[test]

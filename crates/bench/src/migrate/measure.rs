@@ -93,11 +93,14 @@ pub struct Measured {
 
 /// Runs the measurement over `pool` with `settings`, one bar step per
 /// round of one batch size, timing `copy` once per round; `label` names
-/// the scenario in the bar.
+/// the scenario in the bar. With `hold_first`, the first timed batch of
+/// each size stays protected until a guest write waits on it (the
+/// `--hold-until-write-waits` test hook).
 pub fn measure(
     driving: &Driving<'_>,
     pool: &[usize],
     settings: &MigrateSettings,
+    hold_first: bool,
     copy: &mut RepeatedCopy,
     bar: &ProgressBar,
     label: &str,
@@ -137,6 +140,12 @@ pub fn measure(
                 settings.rounds, size.frames_per_batch
             ));
             let mut round_time = Duration::ZERO;
+            if hold_first
+                && round == 1
+                && let Some(faults) = driving.migrator.faults()
+            {
+                faults.hold_until_write_waits(1);
+            }
             for _ in 0..settings.batches_per_round(size.frames_per_batch) {
                 if !driving.guest_running() {
                     return Err(MeasureError::GuestEnded);

@@ -173,7 +173,9 @@ fn run_scenario(
         image::fill_pattern(vm.memory(), &pool, settings.seed)?;
     }
     let label = scenario.label();
-    let (end, measured) = vm.run(|driving| measure(driving, &pool, settings, copy, bar, &label))?;
+    let hold = settings.hold_until_write_waits && scenario.guest == GuestLoad::WriteBusy;
+    let (end, measured) =
+        vm.run(|driving| measure(driving, &pool, settings, hold, copy, bar, &label))?;
     verify::check_end(&vm, &end)?;
     let measured = measured?;
     let image = match scenario.guest {

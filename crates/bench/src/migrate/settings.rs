@@ -99,6 +99,10 @@ pub struct MigrateSettings {
     /// Tiers on preallocated 2 MiB hugetlb pages instead of shmem.
     #[serde(default)]
     pub hugetlb: bool,
+    /// Test hook: the first timed batch of each size under the write-busy
+    /// guest waits until a vCPU write waits on it (`--hold-until-write-waits`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hold_until_write_waits: bool,
 }
 
 impl MigrateSettings {
@@ -128,12 +132,19 @@ impl MigrateSettings {
             max_threads: copy.max_threads,
             seed: SEED,
             hugetlb: false,
+            hold_until_write_waits: false,
         })
     }
 
     /// The same settings with hugetlb tiers (`on`) or shmem tiers.
     pub fn with_hugetlb(mut self, on: bool) -> Self {
         self.hugetlb = on;
+        self
+    }
+
+    /// The same settings with the write-wait test hook `on` or off.
+    pub fn with_write_wait_hold(mut self, on: bool) -> Self {
+        self.hold_until_write_waits = on;
         self
     }
 

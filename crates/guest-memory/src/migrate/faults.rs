@@ -1,9 +1,17 @@
 //! Fault injection for migration tests and soak runs: make the next N
 //! destination reservations, write stops, copies, remaps or registrations
-//! fail, so every rollback path runs for real. Off (all zero) in normal
-//! operation; checking it costs one relaxed atomic load per step.
+//! fail, so every rollback path runs for real; and hold the next N
+//! write-protected batches until a writer is seen waiting on one, so tests
+//! of write stalls see one by construction, not by luck. Off (all zero) in
+//! normal operation; checking it costs one relaxed atomic load per step.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Longest a hold of [`FaultInjection::hold_until_write_waits`] waits for
+/// a writer: far beyond any guest that writes its frames at all, short
+/// enough that a guest that never does fails its test instead of hanging.
+pub const WRITE_WAIT_LIMIT: Duration = Duration::from_secs(60);
 
 /// A migration step that can be made to fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +38,7 @@ pub struct FaultInjection {
     stop: AtomicU64,
     register: AtomicU64,
     injected: AtomicU64,
+    write_waits: AtomicU64,
 }
 
 impl FaultInjection {
@@ -50,24 +59,43 @@ impl FaultInjection {
 
     /// Whether this attempt of `step` must fail (consumes one failure).
     pub fn should_fail(&self, step: Step) -> bool {
-        let c = self.counter(step);
-        let mut cur = c.load(Ordering::Relaxed);
-        while cur > 0 {
-            match c.compare_exchange_weak(cur, cur - 1, Ordering::SeqCst, Ordering::Relaxed) {
-                Ok(_) => {
-                    self.injected.fetch_add(1, Ordering::Relaxed);
-                    return true;
-                }
-                Err(now) => cur = now,
-            }
+        let fail = take_one(self.counter(step));
+        if fail {
+            self.injected.fetch_add(1, Ordering::Relaxed);
         }
-        false
+        fail
+    }
+
+    /// Makes the next `count` write-protected holds (the migration
+    /// window of a batch or of a pre-copy group, once protected) wait
+    /// until a writer is recorded waiting in the window before the
+    /// migrator goes on, at most [`WRITE_WAIT_LIMIT`]: a test of write
+    /// stalls then sees one whenever the guest writes those frames at all.
+    pub fn hold_until_write_waits(&self, count: u64) {
+        self.write_waits.store(count, Ordering::SeqCst);
+    }
+
+    /// Whether this hold must wait for a writer (consumes one).
+    pub fn take_write_wait(&self) -> bool {
+        take_one(&self.write_waits)
     }
 
     /// Failures injected so far.
     pub fn injected(&self) -> u64 {
         self.injected.load(Ordering::Relaxed)
     }
+}
+
+/// Takes one from `counter` if it is above zero; whether it did.
+fn take_one(counter: &AtomicU64) -> bool {
+    let mut cur = counter.load(Ordering::Relaxed);
+    while cur > 0 {
+        match counter.compare_exchange_weak(cur, cur - 1, Ordering::SeqCst, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(now) => cur = now,
+        }
+    }
+    false
 }
 
 #[cfg(test)]
@@ -84,5 +112,16 @@ mod tests {
         assert!(f.should_fail(Step::Copy));
         assert!(!f.should_fail(Step::Copy));
         assert_eq!(f.injected(), 2);
+    }
+
+    #[test]
+    fn write_waits_are_counted_apart_from_failures() {
+        let f = FaultInjection::default();
+        assert!(!f.take_write_wait());
+        f.hold_until_write_waits(1);
+        assert!(!f.should_fail(Step::Copy));
+        assert!(f.take_write_wait());
+        assert!(!f.take_write_wait());
+        assert_eq!(f.injected(), 0);
     }
 }

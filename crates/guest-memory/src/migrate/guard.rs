@@ -25,7 +25,7 @@
 use std::collections::HashMap;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -85,6 +85,8 @@ struct Window {
 struct Shared {
     uffd: Userfault,
     window: Mutex<Window>,
+    /// Signalled when a writer is recorded waiting in the window.
+    writer_waits: Condvar,
     stop: AtomicBool,
     stray: AtomicU64,
     minor: AtomicU64,
@@ -180,6 +182,7 @@ impl WriteGuard {
         let shared = Arc::new(Shared {
             uffd,
             window: Mutex::default(),
+            writer_waits: Condvar::new(),
             stop: AtomicBool::new(false),
             stray: AtomicU64::new(0),
             minor: AtomicU64::new(0),
@@ -306,6 +309,20 @@ impl WriteGuard {
         out
     }
 
+    /// Waits until a writer is recorded waiting in the window, at most
+    /// `limit`; whether one is. A test hook (see
+    /// [`FaultInjection::hold_until_write_waits`](super::FaultInjection::hold_until_write_waits)):
+    /// the migrator never waits for writers otherwise.
+    pub fn wait_for_writer(&self, limit: Duration) -> bool {
+        let w = self.shared.window();
+        let (w, _) = self
+            .shared
+            .writer_waits
+            .wait_timeout_while(w, limit, |w| w.faults.is_empty())
+            .unwrap_or_else(PoisonError::into_inner);
+        !w.faults.is_empty()
+    }
+
     /// Pages of the window a writer is waiting on now (unordered).
     pub fn waiting_pages(&self) -> Vec<u64> {
         self.shared.window().faults.keys().copied().collect()
@@ -383,6 +400,7 @@ fn handle_faults(shared: &Shared, wake_fd: i32) {
             let mut w = shared.window();
             if w.ranges.iter().any(|&(s, e)| s <= page && page < e) {
                 w.faults.entry(page).or_insert_with(Instant::now);
+                shared.writer_waits.notify_all();
             } else {
                 drop(w);
                 shared.stray.fetch_add(1, Ordering::Relaxed);

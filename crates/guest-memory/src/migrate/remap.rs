@@ -40,7 +40,7 @@ use thiserror::Error;
 
 use super::bounce::BounceArea;
 use super::dirty::{DirtySource, GpaSpan, PAGE_SIZE};
-use super::faults::{FaultInjection, Step};
+use super::faults::{FaultInjection, Step, WRITE_WAIT_LIMIT};
 use super::guard::WriteGuard;
 use super::stop::WriteStop;
 use super::urgent::Urgent;
@@ -243,7 +243,11 @@ impl RemapMigrator {
         match hold {
             Hold::Protect => {
                 self.guard.open_window(&self.runs(frames));
-                (Held::Window, self.protect(frames))
+                let protected = self.protect(frames);
+                if protected.is_ok() && self.faults.take_write_wait() {
+                    self.guard.wait_for_writer(WRITE_WAIT_LIMIT);
+                }
+                (Held::Window, protected)
             }
             Hold::Stop if self.faults.should_fail(Step::Stop) => {
                 (Held::Nothing, Err("write stop failed (injected)".into()))
