@@ -13,8 +13,10 @@ use page_copy::EngineSpec;
 use tiering::TieringPolicy;
 
 use crate::devices::console::{ConsoleConfig, ConsoleOutput};
+use crate::graceful_stop::DEFAULT_STOP_GRACE;
 use crate::linux::{DEFAULT_CMDLINE, LinuxBoot};
 use crate::migration::{MigrationConfig, MigratorKind};
+use crate::output_check::{OutputPathError, check_output_path};
 use crate::vm::{PayloadSource, VmConfig};
 
 /// The demo workload `tiervisor run` runs without arguments.
@@ -81,12 +83,46 @@ impl ApiArgs {
     }
 }
 
+/// How a stop (SIGINT or SIGTERM, or `vm.shutdown`) waits for the guest.
+#[derive(Debug, Default, Args)]
+pub struct StopArgs {
+    /// On SIGINT/SIGTERM or vm.shutdown, how long the guest may take to
+    /// finish on its own (a payload ends its phase and runs its checks)
+    /// before its vCPUs are stopped [default: 5]. A second signal stops at
+    /// once.
+    #[arg(long, value_name = "SECONDS")]
+    pub stop_grace: Option<f64>,
+}
+
+impl StopArgs {
+    /// The grace period.
+    pub fn stop_grace(&self) -> Result<Duration, CliError> {
+        match self.stop_grace {
+            None => Ok(DEFAULT_STOP_GRACE),
+            Some(s) if s.is_finite() && (0.0..=86_400.0).contains(&s) => {
+                Ok(Duration::from_secs_f64(s))
+            }
+            Some(_) => Err(CliError::BadStopGrace),
+        }
+    }
+}
+
 /// Options of `tiervisor serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Where the API listens (a socket or TCP address is required).
     #[command(flatten)]
     pub api: ApiArgs,
+    /// How a stop waits for the guest.
+    #[command(flatten)]
+    pub stop: StopArgs,
+}
+
+impl ServeArgs {
+    /// The grace period of a stop.
+    pub fn stop_grace(&self) -> Result<Duration, CliError> {
+        self.stop.stop_grace()
+    }
 }
 
 fn parse_tcp_addr(s: &str) -> Result<SocketAddr, String> {
@@ -180,6 +216,9 @@ pub struct RunArgs {
     /// Also serve the operator API for this VM.
     #[command(flatten)]
     pub api: ApiArgs,
+    /// How a stop waits for the guest.
+    #[command(flatten)]
+    pub stop: StopArgs,
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {
@@ -192,6 +231,12 @@ pub enum CliError {
     /// A timeout that is not a positive finite number.
     #[error("--timeout must be a positive number of seconds")]
     BadTimeout,
+    /// A stop grace period out of range.
+    #[error("--stop-grace must be between 0 and 86400 seconds")]
+    BadStopGrace,
+    /// A file to write cannot be.
+    #[error(transparent)]
+    Output(#[from] OutputPathError),
     /// --shuffle without a migrator.
     #[error("--shuffle needs --migrator (remap, remap-precopy or kernel)")]
     ShuffleWithoutMigrator,
@@ -290,6 +335,27 @@ impl RunArgs {
 }
 
 impl RunArgs {
+    /// Checks every file the run will write (`--report-json`,
+    /// `--console-log`, `--api-socket`) before the guest starts.
+    pub fn check_outputs(&self) -> Result<(), CliError> {
+        let outputs = [
+            ("--report-json", &self.report_json),
+            ("--console-log", &self.console_log),
+            ("--api-socket", &self.api.api_socket),
+        ];
+        for (option, path) in outputs {
+            if let Some(path) = path {
+                check_output_path(option, path)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The grace period of a stop.
+    pub fn stop_grace(&self) -> Result<Duration, CliError> {
+        self.stop.stop_grace()
+    }
+
     /// Where a Linux guest's serial console goes: stdout with stdin as its
     /// input, or the --console-log file without input.
     pub fn console(&self) -> ConsoleConfig {

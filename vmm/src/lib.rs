@@ -5,8 +5,9 @@
 //! [`vm_linux`]), devices ([`devices`]), vCPU threads ([`vcpu`]),
 //! pausing and stopping them ([`pause`], [`vcpu_control`]), the VM
 //! ([`vm`], [`vm_engine`]), the operator API's side ([`controller`]), the
-//! command line ([`cli`]) and what a run reports ([`guest_state`],
-//! [`report`], [`status`]).
+//! command line ([`cli`]), stopping on the operator's signals
+//! ([`stop_signals`], [`graceful_stop`]) and what a run reports
+//! ([`guest_state`], [`report`], [`status`]).
 
 pub mod acpi;
 pub mod arch;
@@ -14,15 +15,18 @@ pub mod cli;
 pub mod controller;
 pub mod debug_corruption;
 pub mod devices;
+pub mod graceful_stop;
 pub mod guest_state;
 pub mod linux;
 pub mod migration;
+pub mod output_check;
 pub mod pause;
 pub mod payload;
 pub mod placement_check;
 pub mod report;
 pub mod shuffle;
 pub mod status;
+pub mod stop_signals;
 pub mod vcpu;
 pub mod vcpu_control;
 pub mod vm;

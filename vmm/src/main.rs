@@ -8,14 +8,17 @@ use api::{ApiServer, VmmControl};
 use clap::Parser;
 
 use vmm::cli::{Cli, Command, RunArgs, ServeArgs};
-use vmm::controller::{VmController, config_body};
+use vmm::controller::{ControllerOptions, VmController, config_body};
 use vmm::devices::hypercall::LogSink;
 use vmm::error_chain;
+use vmm::graceful_stop::GracefulStop;
 use vmm::guest_state::GuestState;
+use vmm::output_check::check_output_path;
 use vmm::placement_check::PlacementCheck;
-use vmm::report::RunReport;
+use vmm::report::{RunReport, SignalStop};
 use vmm::shuffle::Shuffler;
 use vmm::status::StatusLine;
+use vmm::stop_signals::StopSignals;
 use vmm::vm::{PayloadSource, Vm, VmConfig, VmEnd, VmOptions};
 
 /// Exit status when the VM could not be created (bad configuration).
@@ -26,12 +29,21 @@ const EXIT_GUEST_CODE: u8 = 1;
 const EXIT_GUEST_FAILED: u8 = 3;
 /// Exit status when the guest timed out.
 const EXIT_TIMEOUT: u8 = 4;
+/// Exit status of `run` when an operator's stop signal (SIGINT, SIGTERM)
+/// ended it gracefully and the guest did not fail. (A second signal ends
+/// the process at once with 128 + the signal's number.)
+const EXIT_SIGNAL: u8 = 5;
 
 fn main() -> ExitCode {
+    // Before any other thread exists, so that every thread blocks them.
+    let signals = match StopSignals::install() {
+        Ok(s) => s,
+        Err(e) => return fail(EXIT_SETUP, &format!("error: taking stop signals: {e}")),
+    };
     let cli = Cli::parse();
     match cli.command {
-        Command::Run(args) => run(&args),
-        Command::Serve(args) => serve(&args),
+        Command::Run(args) => run(&args, &signals),
+        Command::Serve(args) => serve(&args, &signals),
     }
 }
 
@@ -40,35 +52,81 @@ fn stderr_log() -> LogSink {
     Arc::new(|vcpu, line| eprintln!("[guest vcpu{vcpu}] {line}"))
 }
 
-fn serve(args: &ServeArgs) -> ExitCode {
+fn serve(args: &ServeArgs, signals: &StopSignals) -> ExitCode {
     let config = match args.api.server_config() {
         Ok(Some(c)) => c,
         Ok(None) => return fail(EXIT_SETUP, "error: serve needs --api-socket or --api-tcp"),
         Err(e) => return fail(EXIT_SETUP, &format!("error: {e}")),
     };
-    let controller = VmController::new(stderr_log());
+    let grace = match args.stop_grace() {
+        Ok(g) => g,
+        Err(e) => return fail(EXIT_SETUP, &format!("error: {e}")),
+    };
+    if let Some(Err(e)) = args
+        .api
+        .api_socket
+        .as_deref()
+        .map(|p| check_output_path("--api-socket", p))
+    {
+        return fail(EXIT_SETUP, &format!("error: {e}"));
+    }
+    let controller = VmController::with_options(stderr_log(), controller_options(grace));
     let server = match ApiServer::start(config, controller.clone()) {
         Ok(s) => s,
         Err(e) => return fail(EXIT_SETUP, &format!("error: {}", error_chain(&e))),
     };
     if let Some(path) = server.unix_socket() {
         eprintln!("tiervisor: API on {}", path.display());
+        signals.remove_on_exit(path.to_path_buf());
     }
     if let Some(addr) = server.tcp_addr() {
         eprintln!("tiervisor: API on http://{addr}");
     }
-    server.wait_for_shutdown();
+    // Until vmm.shutdown, or a stop signal: then the VM (if one runs)
+    // stops as on vm.shutdown and the server ends.
+    while !controller.wait_for_exit_request(Some(SIGNAL_POLL)) {
+        if let Some(signal) = signals.received() {
+            if let Err(e) = controller.shutdown_vmm() {
+                eprintln!("tiervisor: {}: {e}", signal.name());
+            }
+            if let Some(end) = controller.end() {
+                eprintln!("tiervisor: {}: {}", signal.name(), end.describe());
+            }
+            break;
+        }
+    }
+    let _ = controller.delete_vm();
     server.stop();
     ExitCode::SUCCESS
 }
 
-fn run(args: &RunArgs) -> ExitCode {
+/// How often a waiting loop looks for a stop signal.
+const SIGNAL_POLL: Duration = Duration::from_millis(100);
+
+/// The controller's options with `grace` for stopping a guest.
+fn controller_options(grace: Duration) -> ControllerOptions {
+    ControllerOptions {
+        shutdown_grace: grace,
+        ..ControllerOptions::default()
+    }
+}
+
+fn run(args: &RunArgs, signals: &StopSignals) -> ExitCode {
     let config = match args.to_config() {
         Ok(c) => c,
         Err(e) => return fail(EXIT_SETUP, &format!("error: {e}")),
     };
     let server_config = match args.api.server_config() {
         Ok(c) => c,
+        Err(e) => return fail(EXIT_SETUP, &format!("error: {e}")),
+    };
+    // Outputs are checked before the guest starts: a report that cannot
+    // be written should not cost a whole run.
+    if let Err(e) = args.check_outputs() {
+        return fail(EXIT_SETUP, &format!("error: {e}"));
+    }
+    let grace = match args.stop_grace() {
+        Ok(g) => g,
         Err(e) => return fail(EXIT_SETUP, &format!("error: {e}")),
     };
     let linux = matches!(config.payload, PayloadSource::Linux(_));
@@ -109,12 +167,19 @@ fn run(args: &RunArgs) -> ExitCode {
         _ => None,
     };
     let outcome = match &server_config {
-        None => run_here(&mut vm, &mut status),
-        Some(cfg) => run_with_api(vm, &config, cfg.clone(), &mut status),
+        None => run_here(&mut vm, &mut status, signals, grace),
+        Some(cfg) => run_with_api(vm, &config, cfg.clone(), &mut status, signals, grace),
     };
     let migrations = shuffler.map(Shuffler::stop);
     status.finish();
-    let (end, guest, tiers, tiering, check) = match outcome {
+    let RunOutcome {
+        end,
+        guest,
+        tiers,
+        tiering,
+        check,
+        stopped_by_signal,
+    } = match outcome {
         Ok(o) => o,
         Err(message) => return fail(EXIT_SETUP, &format!("error: {message}")),
     };
@@ -134,6 +199,7 @@ fn run(args: &RunArgs) -> ExitCode {
     report.migrations = migrations;
     report.tiering = tiering;
     report.placement_check = Some(check);
+    report.stopped_by_signal = stopped_by_signal;
     print!("{}", report.render());
     if let Some(path) = &args.report_json {
         let written = serde_json::to_vec_pretty(&report)
@@ -147,6 +213,10 @@ fn run(args: &RunArgs) -> ExitCode {
         }
     }
     match end {
+        _ if end.is_success() && report.stopped_by_signal.is_some() => {
+            eprintln!("tiervisor: stopped by a signal: {}", end.describe());
+            ExitCode::from(EXIT_SIGNAL)
+        }
         VmEnd::Success | VmEnd::Stopped => ExitCode::SUCCESS,
         VmEnd::GuestReset { .. } | VmEnd::PowerOff { .. } => {
             eprintln!("{}", end.describe());
@@ -163,51 +233,95 @@ fn fail(code: u8, message: &str) -> ExitCode {
     ExitCode::from(code)
 }
 
-/// What a finished run leaves for its report: how it ended, the guest's
-/// reports, tier occupancy, the engine's last counters and the placement
-/// check.
-type RunOutcome = (
-    VmEnd,
-    Arc<GuestState>,
-    Vec<guest_memory::TierUsage>,
-    Option<tiering::EngineStats>,
-    PlacementCheck,
-);
+/// What a finished run leaves for its report.
+struct RunOutcome {
+    /// How it ended.
+    end: VmEnd,
+    /// The guest's reports.
+    guest: Arc<GuestState>,
+    /// Tier occupancy.
+    tiers: Vec<guest_memory::TierUsage>,
+    /// The engine's last counters.
+    tiering: Option<tiering::EngineStats>,
+    /// The end-of-run placement check.
+    check: PlacementCheck,
+    /// The stop signal that ended it, if one did.
+    stopped_by_signal: Option<SignalStop>,
+}
 
-/// Runs the VM on this thread.
-fn run_here(vm: &mut Vm, status: &mut StatusLine) -> Result<RunOutcome, String> {
+/// Runs the VM on this thread; a stop signal stops it gracefully
+/// ([`GracefulStop`], waiting `grace` for the guest).
+fn run_here(
+    vm: &mut Vm,
+    status: &mut StatusLine,
+    signals: &StopSignals,
+    grace: Duration,
+) -> Result<RunOutcome, String> {
+    // Started here rather than in `run`, so that the stop has its engine.
+    vm.start_engine().map_err(|e| error_chain(&e))?;
+    let mut stop = GracefulStop::new(vm, grace);
+    let mut signal = None;
     let end = vm
         .run(Duration::from_millis(200), &mut |state, tiers| {
-            status.update(state, tiers)
+            status.update(state, tiers);
+            if !stop.begun()
+                && let Some(s) = signals.received()
+            {
+                signal = Some(s);
+                stop.begin();
+            }
+            stop.poll();
         })
         .map_err(|e| error_chain(&e))?;
-    Ok((
+    Ok(RunOutcome {
         end,
-        vm.state().clone(),
-        vm.memory().tier_usage(),
-        vm.engine().map(|e| (*e.stats()).clone()),
-        PlacementCheck::run(vm.memory()),
-    ))
+        guest: vm.state().clone(),
+        tiers: vm.memory().tier_usage(),
+        tiering: vm.engine().map(|e| (*e.stats()).clone()),
+        check: PlacementCheck::run(vm.memory()),
+        stopped_by_signal: signal.map(|s| SignalStop {
+            signal: s.name().into(),
+            hard_stop: stop.stopped_hard(),
+        }),
+    })
 }
 
 /// Runs the VM through a controller that also serves the API, until the
-/// guest ends or an operator shuts it down.
+/// guest ends, an operator shuts it down or a stop signal comes (then it
+/// stops as on `vm.shutdown`, waiting `grace` for the guest).
 fn run_with_api(
     vm: Vm,
     config: &VmConfig,
     server: api::ServerConfig,
     status: &mut StatusLine,
+    signals: &StopSignals,
+    grace: Duration,
 ) -> Result<RunOutcome, String> {
-    let controller = VmController::new(stderr_log());
+    let controller = VmController::with_options(stderr_log(), controller_options(grace));
     let server = ApiServer::start(server, controller.clone()).map_err(|e| error_chain(&e))?;
+    if let Some(path) = server.unix_socket() {
+        signals.remove_on_exit(path.to_path_buf());
+    }
     let body = config_body(config, "vm0");
     let (guest, memory) = (vm.state().clone(), vm.memory().clone());
     controller.adopt(vm, body).map_err(|e| e.to_string())?;
     controller.boot_vm().map_err(|e| e.to_string())?;
     let mut engine = None;
+    let mut stopped_by_signal = None;
     while !controller.wait_for_shutdown(Duration::from_millis(200)) {
         status.update(&guest, &memory.tier_usage());
         if controller.exit_requested() {
+            break;
+        }
+        if let Some(signal) = signals.received() {
+            let stopped = controller.shutdown_vm();
+            stopped_by_signal = Some(SignalStop {
+                signal: signal.name().into(),
+                hard_stop: controller.end() == Some(VmEnd::Stopped),
+            });
+            if let Err(e) = stopped {
+                eprintln!("tiervisor: {}: {e}", signal.name());
+            }
             break;
         }
     }
@@ -221,5 +335,12 @@ fn run_with_api(
     let _ = controller.delete_vm();
     server.stop();
     let check = PlacementCheck::run(&memory);
-    Ok((end, guest, memory.tier_usage(), tiering, check))
+    Ok(RunOutcome {
+        end,
+        guest,
+        tiers: memory.tier_usage(),
+        tiering,
+        check,
+        stopped_by_signal,
+    })
 }

@@ -33,6 +33,16 @@ impl From<&TierUsage> for TierReport {
     }
 }
 
+/// A stop signal that ended the run (see [`crate::stop_signals`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SignalStop {
+    /// `SIGINT` or `SIGTERM`.
+    pub signal: String,
+    /// Whether the grace period ran out and the vCPUs were stopped hard
+    /// (the guest did not finish on its own).
+    pub hard_stop: bool,
+}
+
 /// Everything `--report-json` writes.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunReport {
@@ -66,6 +76,8 @@ pub struct RunReport {
     pub placement_check: Option<PlacementCheck>,
     /// How the VM ended.
     pub end: VmEnd,
+    /// The operator's stop signal, when one ended the run.
+    pub stopped_by_signal: Option<SignalStop>,
 }
 
 impl RunReport {
@@ -96,6 +108,7 @@ impl RunReport {
             tiering: None,
             placement_check: None,
             end,
+            stopped_by_signal: None,
         }
     }
 
@@ -173,6 +186,14 @@ impl RunReport {
                 "guest log: {} lines suppressed after {}",
                 self.log_suppressed, self.log_lines
             );
+        }
+        if let Some(stop) = &self.stopped_by_signal {
+            let how = if stop.hard_stop {
+                "the vCPUs were stopped after the grace period"
+            } else {
+                "the guest finished on its stop request"
+            };
+            let _ = writeln!(out, "stopped by {}: {how}", stop.signal);
         }
         let _ = writeln!(
             out,

@@ -20,10 +20,11 @@
 //! and in the guest's own clock (a payload's timed phase that spans a
 //! pause ends early).
 //!
-//! `vm.shutdown` is graceful first: it sets the payload's stop word (the
-//! payload ends its phase, runs its checks and exits), resuming a paused
-//! guest so it can; after [`ControllerOptions::shutdown_grace`] it stops
-//! the vCPUs hard ([`VmEnd::Stopped`]).
+//! `vm.shutdown` is graceful first: it stops the tiering engine (after its
+//! batch in flight), then sets the payload's stop word (the payload ends
+//! its phase, runs its checks and exits), resuming a paused guest so it
+//! can; after [`ControllerOptions::shutdown_grace`] it stops the vCPUs
+//! hard ([`VmEnd::Stopped`]).
 
 mod config;
 mod errors;
@@ -240,20 +241,26 @@ impl VmController {
         })
     }
 
-    /// Stops a running or paused guest: its stop word first, so a payload
-    /// ends its phase, runs its checks and exits; after the grace period
-    /// the vCPUs are stopped hard. A paused guest is resumed for the
-    /// grace period, since a parked payload cannot finish. Call with the
-    /// lifecycle lock held.
+    /// Stops a running or paused guest: the tiering engine first (it
+    /// finishes its batch in flight, moving or rolling back every frame),
+    /// then the guest's stop word, so a payload ends its phase, runs its
+    /// checks and exits; after the grace period the vCPUs are stopped
+    /// hard. A paused guest is resumed for the grace period, since a
+    /// parked payload cannot finish. Call with the lifecycle lock held.
     fn stop_vm(&self, action: &'static str) -> Result<(), ControlError> {
-        let (control, stop, paused) = self.with_vm(|rec| match (rec.state, rec.running()) {
-            (VmState::Running | VmState::Paused, Some(r)) => Ok((
-                r.control.clone(),
-                r.stop.clone(),
-                rec.state == VmState::Paused,
-            )),
-            (state, _) => Err(wrong(state, action)),
-        })?;
+        let (control, stop, paused, engine) =
+            self.with_vm(|rec| match (rec.state, rec.running()) {
+                (VmState::Running | VmState::Paused, Some(r)) => Ok((
+                    r.control.clone(),
+                    r.stop.clone(),
+                    rec.state == VmState::Paused,
+                    rec.engine.clone(),
+                )),
+                (state, _) => Err(wrong(state, action)),
+            })?;
+        if let Some(engine) = engine {
+            engine.stop();
+        }
         stop.request();
         if paused {
             control.resume();
