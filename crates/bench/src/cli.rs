@@ -47,8 +47,10 @@ pub struct Cli {
     pub bytes: Option<u64>,
     /// Test hook of the migrate suite: under the write-busy guest, the
     /// first timed batch of each batch size stays write-protected until a
-    /// vCPU write waits on it, so a run shows that its stall measurement
-    /// works whatever the scheduler does (that batch's time is distorted).
+    /// vCPU write waits on it (pre-copy's first pass also waits for a
+    /// dirtied page), so a run shows that its stall and re-copy
+    /// measurements work whatever the scheduler does (that batch's time is
+    /// distorted).
     #[arg(long, hide = true)]
     pub hold_until_write_waits: bool,
 }

@@ -145,6 +145,8 @@ pub fn measure(
                 && let Some(faults) = driving.migrator.faults()
             {
                 faults.hold_until_write_waits(1);
+                // Pre-copy only: its first pass waits for a dirty page.
+                faults.hold_precopy_until_dirty(1);
             }
             for _ in 0..settings.batches_per_round(size.frames_per_batch) {
                 if !driving.guest_running() {

@@ -1,8 +1,9 @@
 //! Fault injection for migration tests and soak runs: make the next N
 //! destination reservations, write stops, copies, remaps or registrations
 //! fail, so every rollback path runs for real; and hold the next N
-//! write-protected batches until a writer is seen waiting on one, so tests
-//! of write stalls see one by construction, not by luck. Off (all zero) in
+//! write-protected batches until a writer is seen waiting on one (or
+//! pre-copy passes until a page of theirs is dirtied), so tests of write
+//! stalls and re-copies see one by construction, not by luck. Off (all zero) in
 //! normal operation; checking it costs one relaxed atomic load per step.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -39,6 +40,7 @@ pub struct FaultInjection {
     register: AtomicU64,
     injected: AtomicU64,
     write_waits: AtomicU64,
+    dirty_waits: AtomicU64,
 }
 
 impl FaultInjection {
@@ -78,6 +80,21 @@ impl FaultInjection {
     /// Whether this hold must wait for a writer (consumes one).
     pub fn take_write_wait(&self) -> bool {
         take_one(&self.write_waits)
+    }
+
+    /// Makes the next `count` pre-copy passes wait, after their first
+    /// copy, until the dirty log shows a page of the batch written since
+    /// (at most [`WRITE_WAIT_LIMIT`]); those pages are copied again. A test
+    /// of pre-copy's re-copies then sees one whenever the guest writes
+    /// those frames at all.
+    pub fn hold_precopy_until_dirty(&self, count: u64) {
+        self.dirty_waits.store(count, Ordering::SeqCst);
+    }
+
+    /// Whether this pre-copy pass must wait for a dirty page (consumes
+    /// one).
+    pub fn take_dirty_wait(&self) -> bool {
+        take_one(&self.dirty_waits)
     }
 
     /// Failures injected so far.
@@ -122,6 +139,10 @@ mod tests {
         assert!(!f.should_fail(Step::Copy));
         assert!(f.take_write_wait());
         assert!(!f.take_write_wait());
+        assert!(!f.take_dirty_wait());
+        f.hold_precopy_until_dirty(1);
+        assert!(f.take_dirty_wait());
+        assert!(!f.take_dirty_wait());
         assert_eq!(f.injected(), 0);
     }
 }

@@ -629,6 +629,11 @@ impl RemapMigrator {
         report.protect += started.elapsed();
         self.copy(&self.frame_pieces(moves), report)?;
         let mut pages = Vec::new();
+        if self.faults.take_dirty_wait() {
+            Self::wait_for_dirty(cfg, &spans, &mut pages)?;
+            report.recopied_pages += pages.len() as u64;
+            self.copy(&self.page_pieces(moves, &pages), report)?;
+        }
         for _ in 0..cfg.max_rounds {
             pages.clear();
             cfg.dirty
@@ -642,6 +647,24 @@ impl RemapMigrator {
             pages.clear();
         }
         Ok(pages)
+    }
+
+    /// Takes the dirty log of `spans` into `pages` until it shows a page,
+    /// at most [`WRITE_WAIT_LIMIT`] (the test hook of
+    /// [`FaultInjection::hold_precopy_until_dirty`]).
+    fn wait_for_dirty(
+        cfg: &PrecopyConfig,
+        spans: &[GpaSpan],
+        pages: &mut Vec<u64>,
+    ) -> Result<(), String> {
+        let started = Instant::now();
+        while pages.is_empty() && started.elapsed() < WRITE_WAIT_LIMIT {
+            cfg.dirty.take(spans, pages).map_err(|e| e.to_string())?;
+            if pages.is_empty() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        Ok(())
     }
 
     /// Moves `moves` (destinations reserved) with the plain or pre-copy

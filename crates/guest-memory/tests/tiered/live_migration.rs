@@ -225,6 +225,9 @@ fn plain_protocol_loses_no_write() {
 #[test]
 fn precopy_protocol_loses_no_write() {
     let rig = rig(FRAMES, FRAMES, true);
+    // The first pass waits until a writer dirties one of its pages, so a
+    // re-copy is seen however the writers happen to be scheduled.
+    rig.migrator.faults().unwrap().hold_precopy_until_dirty(1);
     let total = under_fire(&rig, |r| random_moves(r, 3000, 8));
     assert!(total.moved >= 3000);
     assert_eq!(total.aborted, 0, "{:?}", total.errors);
@@ -236,11 +239,10 @@ fn precopy_protocol_loses_no_write() {
 
 /// Zaps random pages the way the fault sampler does (under the window
 /// lock, never inside a migration window) and maps them back a moment
-/// later, until `stop`. Returns the pages zapped.
-fn sampler_zaps(rig: &Rig, stop: &AtomicBool) -> u64 {
+/// later, until `stop`, counting the pages zapped in `zapped`.
+fn sampler_zaps(rig: &Rig, stop: &AtomicBool, zapped: &AtomicU64) {
     let guard = rig.guard.as_ref().unwrap();
     let mut rng = 777u64;
-    let mut zapped = 0;
     while !stop.load(Ordering::Relaxed) {
         let mut runs = Vec::new();
         for _ in 0..8 {
@@ -254,7 +256,7 @@ fn sampler_zaps(rig: &Rig, stop: &AtomicBool) -> u64 {
             if !window.overlaps(start, 4 * 4096) {
                 crate::minor_faults::zap(start, 4 * 4096);
                 runs.push(start);
-                zapped += 4;
+                zapped.fetch_add(4, Ordering::Relaxed);
             }
         }
         thread::sleep(std::time::Duration::from_micros(300));
@@ -268,7 +270,6 @@ fn sampler_zaps(rig: &Rig, stop: &AtomicBool) -> u64 {
             }
         }
     }
-    zapped
 }
 
 /// Fault sampling next to live migration: pages zapped before a window
@@ -283,11 +284,21 @@ fn sampling_zaps_during_migration_lose_no_write() {
         guard.set_minor_sink(rec.clone());
         let total = under_fire(&rig, |r| {
             let stop = AtomicBool::new(false);
+            let zapped = AtomicU64::new(0);
             thread::scope(|s| {
-                let z = s.spawn(|| sampler_zaps(r, &stop));
-                let total = random_moves(r, 1500, 8);
+                s.spawn(|| sampler_zaps(r, &stop, &zapped));
+                let mut total = random_moves(r, 1500, 8);
+                // Migrate on until the zaps and faults the checks below
+                // need have happened, however the threads were scheduled.
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+                while (zapped.load(Ordering::Relaxed) <= 1000
+                    || rec.faults.lock().unwrap().len() <= 100)
+                    && std::time::Instant::now() < deadline
+                {
+                    total.absorb(&random_moves(r, 8, 8));
+                }
                 stop.store(true, Ordering::Relaxed);
-                assert!(z.join().unwrap() > 1000, "pages zapped");
+                assert!(zapped.load(Ordering::Relaxed) > 1000, "pages zapped");
                 total
             })
         });

@@ -109,7 +109,12 @@ fn a_minor_fault_in_a_write_protected_window_keeps_the_protection() {
             write_host_u64(host, 2);
             done.store(true, Ordering::SeqCst);
         });
-        thread::sleep(Duration::from_millis(100));
+        // The minor fault is resolved (and recorded) before the write
+        // meets the protection and is recorded waiting in the window.
+        assert!(
+            guard.wait_for_writer(Duration::from_secs(60)),
+            "the writer waits in the window"
+        );
         assert!(
             !done.load(Ordering::SeqCst),
             "the writer waits for the migrator"
