@@ -9,7 +9,6 @@ use std::net::TcpStream;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -198,28 +197,24 @@ fn expect_100_continue_is_answered() {
 fn two_clients_at_once() {
     let f = Fixture::new();
     f.create_vm();
-    // One client's boot takes a while inside the VMM; the other is served
-    // meanwhile.
-    f.vmm.boot_delay_ms.store(300, Ordering::SeqCst);
+    // One client's boot is held inside the VMM; the other is served
+    // meanwhile (a server that handled one request at a time would never
+    // answer the pings while the boot waits).
+    f.vmm.boot_gate.close();
     let slow_client = f.client();
-    let slow = thread::spawn(move || {
-        let start = Instant::now();
-        slow_client.put("/api/v1/vm.boot").unwrap();
-        start.elapsed()
-    });
-    thread::sleep(Duration::from_millis(50));
-    let start = Instant::now();
+    let slow = thread::spawn(move || slow_client.put("/api/v1/vm.boot").unwrap().status);
+    assert!(
+        f.vmm.boot_gate.wait_for_boot(Duration::from_secs(60)),
+        "the boot reached the VMM"
+    );
     for _ in 0..5 {
         f.client()
             .get_json::<VmmPingResponse>("/api/v1/vmm.ping")
             .unwrap();
     }
-    assert!(
-        start.elapsed() < Duration::from_millis(200),
-        "{:?}",
-        start.elapsed()
-    );
-    assert!(slow.join().unwrap() >= Duration::from_millis(300));
+    assert!(!slow.is_finished(), "the boot is still held");
+    f.vmm.boot_gate.release();
+    assert_eq!(slow.join().unwrap(), 204);
 
     let clients: Vec<_> = (0..8)
         .map(|_| {
@@ -251,7 +246,8 @@ fn a_stalled_client_does_not_stop_others_and_times_out() {
     let start = Instant::now();
     let reply = stalled.read_reply();
     assert_eq!(reply.status, 408);
-    assert!(start.elapsed() < Duration::from_secs(2));
+    // The request timeout ended it (the body names it), not a hang.
+    assert!(start.elapsed() < Duration::from_secs(60));
     assert!(
         reply.json()["error"]
             .as_str()
@@ -281,9 +277,12 @@ fn idle_connections_are_closed() {
     let f = Fixture::with(|c| c.idle_timeout = Duration::from_millis(200));
     let mut conn = f.raw();
     assert_eq!(conn.send(PING).read_reply().status, 200);
-    thread::sleep(Duration::from_millis(400));
-    assert!(conn.is_closed());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while f.server.open_connections() > 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
     assert_eq!(f.server.open_connections(), 0);
+    assert!(conn.is_closed());
 }
 
 #[test]
@@ -298,7 +297,7 @@ fn connections_over_the_cap_get_503() {
     expect_status(&reply, 503, "GET", "/api/v1/vmm.ping");
     assert_eq!(reply.header("retry-after"), Some("1"));
     drop(held);
-    let deadline = Instant::now() + Duration::from_secs(2);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while f.server.open_connections() > 0 && Instant::now() < deadline {
         thread::sleep(Duration::from_millis(10));
     }
@@ -312,7 +311,10 @@ fn stop_closes_open_connections() {
     assert_eq!(conn.send(PING).read_reply().status, 200);
     let start = Instant::now();
     f.server.stop();
-    assert!(start.elapsed() < Duration::from_secs(1));
+    assert!(
+        start.elapsed() < Duration::from_secs(60),
+        "stop did not hang"
+    );
     assert!(conn.is_closed());
 }
 
@@ -341,7 +343,7 @@ fn a_client_that_never_reads_is_dropped_after_the_write_timeout() {
     f.client()
         .get_json::<VmmPingResponse>("/api/v1/vmm.ping")
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(3);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while f.server.open_connections() > 0 && Instant::now() < deadline {
         thread::sleep(Duration::from_millis(20));
     }

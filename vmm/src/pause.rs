@@ -241,6 +241,19 @@ mod tests {
 
     use super::*;
 
+    /// Waits until `count` passes `before` (a released thread runs again),
+    /// at most a minute; whether it did.
+    fn runs_again(count: &AtomicU64, before: u64) -> bool {
+        let start = std::time::Instant::now();
+        while count.load(Ordering::Relaxed) <= before {
+            if start.elapsed() > Duration::from_secs(60) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
     /// A stand-in vCPU thread: counts loop iterations, passing the gate
     /// each time, until `stop`.
     fn spin(
@@ -272,8 +285,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(50));
         assert_eq!(count.load(Ordering::Relaxed), before, "parked threads ran");
         gate.resume();
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(count.load(Ordering::Relaxed) > before);
+        assert!(runs_again(&count, before), "resumed threads run");
         assert!(gate.paused_time() >= Duration::from_millis(50));
         stop.store(true, Ordering::Release);
         gate.wake();
@@ -289,6 +301,8 @@ mod tests {
         let stop = Arc::new(AtomicBool::new(false));
         let count = Arc::new(AtomicU64::new(0));
         let threads: Vec<_> = (0..2).map(|_| spin(&gate, &stop, &count)).collect();
+        // Whether a parked thread ran in 30 ms: a wrong "yes" can only
+        // come from a real bug, and the "yes" expected is waited for.
         let ran = |c: &AtomicU64| {
             let before = c.load(Ordering::Relaxed);
             std::thread::sleep(Duration::from_millis(30));
@@ -305,8 +319,9 @@ mod tests {
         gate.resume();
         assert!(!gate.is_paused());
         assert!(!ran(&count), "a hold outlives the operator's pause");
+        let before = count.load(Ordering::Relaxed);
         gate.release();
-        assert!(ran(&count), "open once neither holds it");
+        assert!(runs_again(&count, before), "open once neither holds it");
         stop.store(true, Ordering::Release);
         gate.wake();
         for t in threads {

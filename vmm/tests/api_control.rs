@@ -164,7 +164,7 @@ fn full_lifecycle_keeps_every_guest_write() {
     assert!(counters.vcpus.iter().all(|v| v.hypercalls > 0));
     assert!(counters.log_lines > 0, "the workload logs its summary");
     assert!(
-        wait_for(Duration::from_secs(5), || fast_frames(&c) <= 12),
+        wait_for(Duration::from_secs(60), || fast_frames(&c) <= 12),
         "the engine enforces the quota once booted: {:?}",
         c.vm_info().unwrap().tiers
     );
@@ -203,12 +203,14 @@ fn full_lifecycle_keeps_every_guest_write() {
         })
         .unwrap_err();
     assert_eq!(invalid_field(e), "fast_bytes");
+    // A deadline no busy host misses: this checks the rebalance's
+    // outcome, not its speed (tierbench measures that).
     c.rebalance(RebalanceRequest {
         fast_bytes: 8 * MIB,
-        deadline_ms: 2000,
+        deadline_ms: 60_000,
     })
     .unwrap();
-    let settled = wait_for(Duration::from_secs(8), || {
+    let settled = wait_for(Duration::from_secs(120), || {
         c.rebalance_progress()
             .unwrap()
             .is_some_and(|p| p.target_bytes == 8 * MIB && p.state != RebalanceState::Running)
@@ -239,7 +241,7 @@ fn full_lifecycle_keeps_every_guest_write() {
     c.resume_vm().unwrap();
     assert_eq!(c.vm_info().unwrap().state, VmState::Running);
     assert!(
-        wait_for(Duration::from_secs(5), || {
+        wait_for(Duration::from_secs(60), || {
             let now = progress(&c.vm_counters().unwrap());
             now.iter().zip(&paused).all(|(n, p)| n.1 > p.1 && n.2 > p.2)
         }),
@@ -292,22 +294,35 @@ fn full_lifecycle_keeps_every_guest_write() {
 fn paused_time_does_not_count_towards_the_timeout() {
     let _alone = alone();
     let c = controller();
+    let timeout = Duration::from_secs(8);
     let mut b = body("hotset:size=32M,verify=1,phases=1,seconds=60", 1, None);
-    b.timeout_s = Some(1.5);
+    b.timeout_s = Some(timeout.as_secs_f64());
     c.create_vm(b).unwrap();
     c.boot_vm().unwrap();
-    assert!(wait_for(Duration::from_secs(10), || {
+    assert!(wait_for(Duration::from_secs(60), || {
         every_vcpu_reported_ops(&c)
     }));
     c.pause_vm().unwrap();
+    // The VM had run at most its uptime so far (the timeout's clock
+    // starts after boot); after the pause it must run the rest.
+    let ran = Duration::from_millis(c.vm_info().unwrap().uptime_ms + 1);
     std::thread::sleep(Duration::from_millis(2000));
     assert_eq!(c.vm_info().unwrap().state, VmState::Paused);
     let resumed = Instant::now();
     c.resume_vm().unwrap();
-    // The run ends once it has run 1.5 s in all.
-    assert!(c.wait_for_shutdown(Duration::from_secs(10)));
-    assert!(resumed.elapsed() > Duration::from_millis(500));
-    assert_eq!(c.end(), Some(VmEnd::TimedOut { seconds: 1.5 }));
+    assert!(c.wait_for_shutdown(Duration::from_secs(120)));
+    // Had the 2 s pause counted, the run would end 2 s sooner than this.
+    assert!(
+        resumed.elapsed() >= timeout.saturating_sub(ran),
+        "ended {:?} after resuming, having run {ran:?} before the pause",
+        resumed.elapsed()
+    );
+    assert_eq!(
+        c.end(),
+        Some(VmEnd::TimedOut {
+            seconds: timeout.as_secs_f64()
+        })
+    );
     assert!(!c.vm_info().unwrap().end.unwrap().success);
 }
 
@@ -398,8 +413,9 @@ fn a_guest_that_never_exits_is_parked_and_stopped_by_kicks() {
     std::thread::sleep(Duration::from_millis(100));
     let asked = Instant::now();
     c.pause_vm().unwrap();
+    // Without kicks it would never park: the bound only catches a hang.
     assert!(
-        asked.elapsed() < Duration::from_secs(1),
+        asked.elapsed() < Duration::from_secs(30),
         "{:?}",
         asked.elapsed()
     );
@@ -409,7 +425,7 @@ fn a_guest_that_never_exits_is_parked_and_stopped_by_kicks() {
     let asked = Instant::now();
     c.shutdown_vm().unwrap();
     assert!(
-        asked.elapsed() < Duration::from_secs(2),
+        asked.elapsed() < Duration::from_secs(30),
         "{:?}",
         asked.elapsed()
     );
@@ -512,7 +528,7 @@ fn a_pending_policy_is_checked_and_replaced_before_boot() {
     c.boot_vm().unwrap();
     // The engine started with the policy set before boot.
     assert_eq!(c.tiering_policy().unwrap(), policy(8 * MIB));
-    assert!(wait_for(Duration::from_secs(5), || c
+    assert!(wait_for(Duration::from_secs(60), || c
         .tiering_stats()
         .unwrap()
         .intervals

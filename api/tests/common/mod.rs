@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -91,8 +91,50 @@ pub struct MemoryVmm {
     pub fail_counters: AtomicBool,
     /// Makes `vm_info` panic.
     pub panic_info: AtomicBool,
-    /// Makes `boot_vm` sleep this many milliseconds first.
-    pub boot_delay_ms: AtomicU64,
+    /// Holds `boot_vm` until [`BootGate::release`]: a slow request the
+    /// test controls.
+    pub boot_gate: BootGate,
+}
+
+/// A gate `boot_vm` passes: open unless closed; a closed gate tells when
+/// a boot waits at it and holds it until released.
+#[derive(Debug, Default)]
+pub struct BootGate {
+    state: std::sync::Mutex<(bool, bool)>,
+    changed: std::sync::Condvar,
+}
+
+impl BootGate {
+    /// Holds the next boots until [`release`](Self::release).
+    pub fn close(&self) {
+        *self.state.lock().unwrap() = (true, false);
+    }
+
+    /// Waits until a boot waits at the closed gate, at most `limit`;
+    /// whether one does.
+    pub fn wait_for_boot(&self, limit: Duration) -> bool {
+        let state = self.state.lock().unwrap();
+        let (state, _) = self
+            .changed
+            .wait_timeout_while(state, limit, |s| !s.1)
+            .unwrap();
+        state.1
+    }
+
+    /// Opens the gate.
+    pub fn release(&self) {
+        self.state.lock().unwrap().0 = false;
+        self.changed.notify_all();
+    }
+
+    fn pass(&self) {
+        let mut state = self.state.lock().unwrap();
+        state.1 = true;
+        self.changed.notify_all();
+        while state.0 {
+            state = self.changed.wait(state).unwrap();
+        }
+    }
 }
 
 fn wrong(state: VmState, action: &'static str) -> ControlError {
@@ -218,9 +260,7 @@ impl VmmControl for MemoryVmm {
     }
 
     fn boot_vm(&self) -> Result<(), ControlError> {
-        std::thread::sleep(Duration::from_millis(
-            self.boot_delay_ms.load(Ordering::SeqCst),
-        ));
+        self.boot_gate.pass();
         self.with_vm(|vm| match vm.state {
             VmState::Created => {
                 vm.state = VmState::Running;
