@@ -28,6 +28,7 @@ use tiering::{Engine, EngineError, TieringPolicy};
 use crate::arch::regs::{self, EntryState, RegsError};
 use crate::devices::console::ConsoleConfig;
 use crate::devices::hypercall::{HypercallDevice, LogSink};
+use crate::devices::power_button::PowerButton;
 use crate::guest_state::GuestState;
 use crate::linux::{LinuxBoot, LinuxError, LinuxPlan};
 use crate::migration::{self, MigrationConfig, MigrationError, MigratorKind};
@@ -114,6 +115,9 @@ pub enum VmError {
     /// The serial console could not be set up (its file, its eventfd).
     #[error("serial console")]
     Console(#[source] std::io::Error),
+    /// The ACPI power button could not be wired.
+    #[error("power button")]
+    PowerButton(#[from] crate::devices::power_button::PowerButtonError),
     /// Boot state could not be planned or written.
     #[error("boot: {0}")]
     Boot(#[from] BootError),
@@ -244,19 +248,26 @@ pub struct VmOptions {
     pub console: ConsoleConfig,
 }
 
-/// Asks a payload to finish gracefully (sets the boot info's stop word);
-/// usable from any thread while the VM runs. A Linux guest has no stop
-/// word: for it the request does nothing, and only a hard stop ends it.
+/// Asks the guest to finish gracefully; usable from any thread while the
+/// VM runs. A payload gets its stop word (in the boot info); a Linux guest
+/// a press of its ACPI power button.
 #[derive(Clone, Debug)]
 pub struct StopHandle {
     payload: Option<(Arc<TieredMemory>, Arc<HostWriteLog>)>,
+    power_button: Option<PowerButton>,
 }
 
 impl StopHandle {
-    /// Sets the stop word. The payload ends its current phase, runs its
-    /// final checks and exits.
+    /// Sets the stop word: the payload ends its current phase, runs its
+    /// final checks and exits. Or presses a Linux guest's power button:
+    /// its init shuts down as it sees fit (`tests/nested`'s guest ends its
+    /// workload, checks its data and powers off).
     pub fn request(&self) {
         use vm_memory::Bytes;
+        if let Some(button) = &self.power_button {
+            // A full eventfd counter only means a press is pending.
+            let _ = button.press();
+        }
         let Some((memory, writes)) = &self.payload else {
             return;
         };
@@ -649,14 +660,15 @@ impl Vm {
         self.tracker(name.parse()?, FaultSampleConfig::default())
     }
 
-    /// A handle that asks the payload to finish gracefully (for a Linux
-    /// guest it does nothing).
+    /// A handle that asks the guest to finish gracefully (see
+    /// [`StopHandle`]).
     pub fn stop_handle(&self) -> StopHandle {
         StopHandle {
             payload: self
                 .linux
                 .is_none()
                 .then(|| (self.memory.clone(), self.writes.clone())),
+            power_button: self.linux.as_ref().map(|l| l.power_button.clone()),
         }
     }
 

@@ -20,6 +20,7 @@ use crate::arch::linux_regs::{self, LinuxEntry};
 use crate::arch::regs::RegsError;
 use crate::devices::console::ConsoleConfig;
 use crate::devices::pio_bus::{PioBus, SERIAL_IRQ};
+use crate::devices::power_button::PowerButton;
 use crate::devices::serial::{InputPump, SerialConsole};
 use crate::linux::LinuxPlan;
 use crate::linux::layout::BOOT_STACK_GPA;
@@ -83,10 +84,13 @@ pub(crate) struct LinuxDevices {
     pub bus: Arc<PioBus>,
     /// Whether stdin feeds the console while the VM runs.
     pub stdin: bool,
+    /// The ACPI power button (a graceful stop presses it).
+    pub power_button: PowerButton,
 }
 
 impl LinuxDevices {
-    /// The serial console (COM1, IRQ 4 through an irqfd) and i8042.
+    /// The serial console (COM1, IRQ 4 through an irqfd), the i8042 and
+    /// the power button (IRQ 5 through an irqfd).
     pub fn new(vm_fd: &VmFd, console: &ConsoleConfig) -> Result<Self, VmError> {
         let irq = EventFd::new(libc::EFD_NONBLOCK).map_err(VmError::Console)?;
         vm_fd
@@ -96,6 +100,7 @@ impl LinuxDevices {
         Ok(LinuxDevices {
             bus: Arc::new(PioBus::new(SerialConsole::new(irq, out))),
             stdin: console.stdin,
+            power_button: PowerButton::new(vm_fd)?,
         })
     }
 

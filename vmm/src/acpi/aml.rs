@@ -1,6 +1,7 @@
 //! A small ACPI Machine Language encoder: just the terms a static DSDT of
-//! ISA devices needs (Scope, Device, Name, integers, EISA IDs, Buffer,
-//! Package, and resource templates of fixed I/O ports and ISA IRQs).
+//! ISA devices needs (Scope, Device, Name, integers, strings, EISA IDs,
+//! Buffer, Package, resource templates of fixed I/O ports and ISA IRQs),
+//! and the one method body the power button needs (Method, Notify).
 //!
 //! Encodings follow ACPI 6.5 chapter 20 (AML) and section 6.4 (resource
 //! data types).
@@ -15,8 +16,12 @@ const WORD_PREFIX: u8 = 0x0b;
 const DWORD_PREFIX: u8 = 0x0c;
 const QWORD_PREFIX: u8 = 0x0e;
 const SCOPE_OP: u8 = 0x10;
+const STRING_PREFIX: u8 = 0x0d;
+const DUAL_NAME_PREFIX: u8 = 0x2e;
 const BUFFER_OP: u8 = 0x11;
 const PACKAGE_OP: u8 = 0x12;
+const METHOD_OP: u8 = 0x14;
+const NOTIFY_OP: u8 = 0x86;
 const EXT_OP_PREFIX: u8 = 0x5b;
 const DEVICE_OP: u8 = 0x82;
 const ROOT_CHAR: u8 = b'\\';
@@ -90,6 +95,38 @@ pub fn name(name: [u8; 4], value: &[u8]) -> Vec<u8> {
     let mut out = vec![NAME_OP];
     out.extend_from_slice(&name);
     out.extend_from_slice(value);
+    out
+}
+
+/// A String object `"text"`: ASCII without NUL (ASL string literals
+/// used as IDs, like `"ACPI0013"`).
+pub fn string(text: &str) -> Vec<u8> {
+    debug_assert!(text.bytes().all(|b| b.is_ascii() && b != 0));
+    let mut out = vec![STRING_PREFIX];
+    out.extend_from_slice(text.as_bytes());
+    out.push(0);
+    out
+}
+
+/// `Method (NAME, args, NotSerialized) { body }` (`args` 0..=7).
+pub fn method(name: [u8; 4], args: u8, body: &[u8]) -> Result<Vec<u8>, AcpiError> {
+    debug_assert!(args <= 7, "a method takes at most 7 arguments");
+    let mut inner = name.to_vec();
+    // MethodFlags: ArgCount in bits 0-2; not serialized, sync level 0.
+    inner.push(args & 0x07);
+    inner.extend_from_slice(body);
+    let mut out = vec![METHOD_OP];
+    out.extend(with_pkg_length(&inner)?);
+    Ok(out)
+}
+
+/// `Notify (\SCOPE.DEVICE, value)`: a notification to a device of a
+/// root scope, by its absolute path.
+pub fn notify(scope: [u8; 4], device: [u8; 4], value: u8) -> Vec<u8> {
+    let mut out = vec![NOTIFY_OP, ROOT_CHAR, DUAL_NAME_PREFIX];
+    out.extend_from_slice(&scope);
+    out.extend_from_slice(&device);
+    out.extend(integer(u64::from(value)));
     out
 }
 
@@ -277,6 +314,20 @@ mod tests {
         // 63 + 2 = 65 = 0x41: lead 0b01 << 6 | 0x1, then 0x04.
         assert_eq!(pkg_length(63).unwrap(), [0x41, 0x04]);
         assert!(pkg_length(PKG_LENGTH_MAX).is_err());
+    }
+
+    #[test]
+    fn strings_methods_and_notify_encode_as_iasl_does() {
+        assert_eq!(string("ACPI0013"), b"\x0dACPI0013\0");
+        // Method (_EVT, 1, NotSerialized) { Notify (\_SB.PWRB, 0x80) }
+        let body = notify(*b"_SB_", *b"PWRB", 0x80);
+        assert_eq!(body, b"\x86\\\x2e_SB_PWRB\x0a\x80");
+        let m = method(*b"_EVT", 1, &body).unwrap();
+        assert_eq!(m[0], 0x14);
+        let (total, used) = decode::pkg_length(&m[1..]);
+        assert_eq!(total, m.len() - 1);
+        assert_eq!(&m[1 + used..1 + used + 5], b"_EVT\x01");
+        assert_eq!(&m[1 + used + 5..], body);
     }
 
     #[test]

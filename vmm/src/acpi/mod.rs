@@ -18,8 +18,8 @@
 //! | 0xe0000 | RSDP  | 36                                    |
 //! | 0xe0030 | XSDT  | 52 (two entries: FADT, MADT)          |
 //! | 0xe0070 | FADT  | 276                                   |
-//! | 0xe0190 | DSDT  | 149                                   |
-//! | 0xe0230 | MADT  | 72 + 8 per vCPU (2104 at 254 vCPUs)   |
+//! | 0xe0190 | DSDT  | 234                                   |
+//! | 0xe0280 | MADT  | 72 + 8 per vCPU (2104 at 254 vCPUs)   |
 //!
 //! Why there: 0xe0000..0x100000 is the BIOS read-only area, where a kernel
 //! scans for the RSDP on 16-byte boundaries when the boot protocol gives

@@ -190,8 +190,8 @@ fn layout_is_the_one_the_module_doc_gives() {
                 (b"RSD ", 0xe_0000, 36),
                 (b"XSDT", 0xe_0030, 52),
                 (b"FACP", 0xe_0070, 276),
-                (b"DSDT", 0xe_0190, 149),
-                (b"APIC", 0xe_0230, madt_len),
+                (b"DSDT", 0xe_0190, 234),
+                (b"APIC", 0xe_0280, madt_len),
             ]
         );
     }
@@ -303,11 +303,14 @@ enum Aml {
     Scope(String, Vec<Aml>),
     Device(String, Vec<Aml>),
     Name(String, AmlValue),
+    /// Name, MethodFlags, body (undecoded).
+    Method(String, u8, Vec<u8>),
 }
 
 #[derive(Debug, PartialEq)]
 enum AmlValue {
     Integer(u64),
+    String(String),
     Buffer(Vec<u8>),
     Package(Vec<AmlValue>),
 }
@@ -342,6 +345,15 @@ fn decode_term(b: &[u8]) -> (Aml, usize) {
             let (name, n) = decode_name(&b[1..]);
             let (value, v) = decode_value(&b[1 + n..]);
             (Aml::Name(name, value), 1 + n + v)
+        }
+        0x14 => {
+            let (total, pl) = decode::pkg_length(&b[1..]);
+            let body = &b[1 + pl..1 + total];
+            let (name, n) = decode_name(body);
+            (
+                Aml::Method(name, body[n], body[n + 1..].to_vec()),
+                1 + total,
+            )
         }
         op => panic!("unexpected AML opcode {op:#x}"),
     }
@@ -384,7 +396,11 @@ fn decode_integer(b: &[u8]) -> (u64, usize) {
 }
 
 fn decode_value(b: &[u8]) -> (AmlValue, usize) {
-    if b[0] == 0x11 {
+    if b[0] == 0x0d {
+        let len = b[1..].iter().position(|&c| c == 0).expect("NUL-terminated");
+        let text = std::str::from_utf8(&b[1..1 + len]).expect("ASCII");
+        (AmlValue::String(text.to_owned()), len + 2)
+    } else if b[0] == 0x11 {
         let (total, pl) = decode::pkg_length(&b[1..]);
         let body = &b[1 + pl..1 + total];
         let (size, n) = decode_integer(body);
@@ -453,7 +469,7 @@ fn decode_resources(b: &[u8]) -> Vec<Resource> {
 }
 
 #[test]
-fn dsdt_aml_decodes_to_com1_and_the_i8042_under_sb() {
+fn dsdt_aml_decodes_to_com1_the_i8042_and_the_power_button_under_sb() {
     let mem = low_memory();
     write_tables(&mem, &AcpiConfig::new(2)).unwrap();
     let dsdt = walk(&mem).dsdt.1;
@@ -473,10 +489,19 @@ fn dsdt_aml_decodes_to_com1_and_the_i8042_under_sb() {
         ])
     );
     assert_eq!(scope, "\\_SB_");
-    let [Aml::Device(com, com_body), Aml::Device(kbd, kbd_body)] = &devices[..] else {
-        panic!("two devices expected, got {devices:?}");
+    let [
+        Aml::Device(com, com_body),
+        Aml::Device(kbd, kbd_body),
+        Aml::Device(button, button_body),
+        Aml::Device(ged, ged_body),
+    ] = &devices[..]
+    else {
+        panic!("four devices expected, got {devices:?}");
     };
-    assert_eq!((com.as_str(), kbd.as_str()), ("COM1", "PS2K"));
+    assert_eq!(
+        [com, kbd, button, ged].map(String::as_str),
+        ["COM1", "PS2K", "PWRB", "GED0"]
+    );
 
     let crs = |body: &[Aml]| -> Vec<Resource> {
         body.iter()
@@ -506,5 +531,26 @@ fn dsdt_aml_decodes_to_com1_and_the_i8042_under_sb() {
             Resource::Io(0x64, 0x64, 1, 1),
             Resource::Irq(1 << 1)
         ]
+    );
+    assert_eq!(
+        button_body[..],
+        [
+            Aml::Name("_HID".into(), AmlValue::Integer(0x0c0c_d041)),
+            Aml::Name("_UID".into(), AmlValue::Integer(0)),
+        ]
+    );
+    assert_eq!(
+        ged_body[0],
+        Aml::Name("_HID".into(), AmlValue::String("ACPI0013".into()))
+    );
+    assert_eq!(crs(ged_body), [Resource::Irq(1 << 5)]);
+    // Notify (\_SB.PWRB, 0x80): NotifyOp, the absolute dual name, 0x80.
+    let mut notify = vec![0x86, b'\\', 0x2e];
+    notify.extend_from_slice(b"_SB_PWRB");
+    notify.extend_from_slice(&[0x0a, 0x80]);
+    assert_eq!(
+        ged_body.last(),
+        Some(&Aml::Method("_EVT".into(), 1, notify)),
+        "_EVT takes one argument, is not serialized and notifies the button"
     );
 }
