@@ -10,7 +10,8 @@
 #                  scenarios (tests/nested/host, tests/nested/scenarios),
 #                  and the guest's kernel and initramfs
 #   guest.cpio.gz  the Linux guest's initramfs: the static guest-init
-#                  (tests/nested/src/bin/guest-init) as /init
+#                  (tests/nested/src/bin/guest-init) as /init, and the
+#                  button and evdev modules it loads
 #
 # Reproducible and cached: cargo rebuilds the binaries when sources
 # change; each archive is packed from a staged tree with fixed mtimes and
@@ -68,11 +69,15 @@ pack() {
 stage=$(mktemp -d "$out/.stage.XXXXXX")
 trap 'rm -rf "$stage"' EXIT
 
-# The guest: /init and a console node (the kernel opens /dev/console
-# before init runs, so it must exist in the archive).
-mkdir -p "$stage/guest/dev"
+# The guest: /init, a console node (the kernel opens /dev/console
+# before init runs, so it must exist in the archive), and the modules
+# its init loads to watch the ACPI power button (button, evdev).
+mkdir -p "$stage/guest/dev" "$stage/guest/lib/modules"
 objcopy --strip-debug "$bin/guest-init" "$stage/guest/init"
 mknod -m 600 "$stage/guest/dev/console" c 5 1
+for m in drivers/acpi/button drivers/input/evdev; do
+	cp "${modules[0]}/$m.ko" "$stage/guest/lib/modules/" || die "module $m.ko missing from $kpkg"
+done
 pack "$stage/guest" "$out/guest.cpio.gz"
 
 cp "$vmlinuz" "$out/bzImage.new"

@@ -195,6 +195,55 @@ fn a_linux_guest_boots_verifies_its_data_and_powers_off() {
     );
 }
 
+/// SIGTERM to tiervisor while its Linux guest works: the guest's ACPI
+/// power button is pressed, its init ends the workload, checks its data
+/// and powers off, and tiervisor exits 5 with a report naming the signal.
+#[test]
+fn sigterm_stops_a_linux_guest_through_its_power_button() {
+    let Some(console) = run("linux-stop", Scenario::new("linux-stop", 900)) else {
+        return;
+    };
+    let guest = console.guest_lines();
+    let guest_console = console
+        .blocks
+        .get("guest-console")
+        .map_or("", String::as_str);
+    check(
+        guest.contains(&"power-button pressed"),
+        &format!("the guest saw no power button press: {guest:?}\n{guest_console}"),
+        &console,
+    );
+    check(
+        guest
+            .iter()
+            .any(|l| l.starts_with("result=pass") && l.ends_with("stopped=power-button")),
+        &format!("the guest's data check did not pass after the press: {guest:?}"),
+        &console,
+    );
+    check(console.rc == Some(5), "tiervisor must exit 5", &console);
+    let report = console.report().unwrap_or_else(|| panic!("no report"));
+    check(
+        report.end_kind() == Some("power-off"),
+        &format!("the guest must power off: {:?}", report.end_kind()),
+        &console,
+    );
+    check(
+        report.0["stopped_by_signal"]
+            == serde_json::json!({"signal": "SIGTERM", "hard_stop": false}),
+        &format!(
+            "the report names the signal: {}",
+            report.0["stopped_by_signal"]
+        ),
+        &console,
+    );
+    let (promoted, demoted) = report.moved_bytes();
+    check(
+        promoted + demoted > 0,
+        "tiering moved none of the guest's frames",
+        &console,
+    );
+}
+
 /// The debug switch (`TIERVISOR_DEBUG_CORRUPT_PROMOTIONS`) garbles the
 /// first promoted frame; the guest's data check must catch it and
 /// tiervisor must fail.

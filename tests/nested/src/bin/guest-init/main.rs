@@ -1,12 +1,15 @@
 //! `/init` (PID 1) of the tiered-host Linux guest: mounts the pseudo file systems, runs a
 //! data-verifying memory workload while tiervisor migrates the guest's frames underneath it,
-//! reports `@@guest ...` lines on the console and powers the guest off.
+//! reports `@@guest ...` lines on the console and powers the guest off. As PID 1 it also
+//! watches the ACPI power button: a press ends the workload early (after at least two
+//! rounds), and the guest checks its data and powers off as usual.
 //!
 //! Run as an ordinary process it takes its settings from `GUEST_CMDLINE` instead of
 //! `/proc/cmdline` and exits with 0 on pass / 1 on fail instead of powering off.
 
 use std::error::Error;
 use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 use std::{env, fs, panic, process};
 
@@ -21,6 +24,7 @@ macro_rules! say {
 
 mod pattern;
 mod pid1;
+mod power_button;
 mod settings;
 mod workload;
 
@@ -43,6 +47,9 @@ enum InitError {
     },
 }
 
+/// Raised by a power button press: the workload stops after its current round.
+static STOP: AtomicBool = AtomicBool::new(false);
+
 fn read(path: &'static str) -> Result<String, InitError> {
     fs::read_to_string(path).map_err(|source| InitError::Read { path, source })
 }
@@ -62,6 +69,10 @@ fn describe(error: &dyn Error) -> String {
 fn run(pid1: bool) -> Result<bool, InitError> {
     let cmdline = if pid1 {
         pid1::set_up()?;
+        // Not fatal: without the button the guest still runs its workload.
+        if let Err(e) = power_button::watch(&STOP) {
+            say!("power-button unavailable: {}", describe(&e));
+        }
         read("/proc/cmdline")?
     } else {
         env::var("GUEST_CMDLINE").unwrap_or_default()
@@ -79,7 +90,7 @@ fn run(pid1: bool) -> Result<bool, InitError> {
     } = settings;
     say!("start mib={mib} threads={threads} seconds={seconds} cpus={cpus}");
     let started = Instant::now();
-    let reports = workload::run_workload(&settings)?;
+    let reports = workload::run_workload(&settings, &STOP)?;
     let elapsed = started.elapsed().as_secs_f64();
     for (i, r) in reports.iter().enumerate() {
         say!(
@@ -95,7 +106,12 @@ fn run(pid1: bool) -> Result<bool, InitError> {
         return Ok(false);
     }
     let rounds = reports.iter().map(|r| r.rounds).min().unwrap_or(0);
-    say!("result=pass rounds={rounds} mib={mib} seconds={elapsed:.1}");
+    let stopped = if STOP.load(Ordering::SeqCst) {
+        " stopped=power-button"
+    } else {
+        ""
+    };
+    say!("result=pass rounds={rounds} mib={mib} seconds={elapsed:.1}{stopped}");
     Ok(true)
 }
 

@@ -1,6 +1,7 @@
 //! The memory workload: maps the buffer, runs one pinned worker per share through the
 //! write / check-and-rewrite / verify rounds, and collects what each worker saw.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use std::{io, ptr, slice, thread};
 
@@ -88,9 +89,15 @@ fn pin_to_cpu(cpu: usize) {
 }
 
 /// One worker: round 1 writes, later rounds check the previous round and rewrite until the
-/// deadline (at least two rounds), then a final check. Stops after a sweep with mismatches
-/// and prints the kept ones.
-fn worker(index: usize, words: &mut [u64], base: u64, deadline: Instant) -> ThreadReport {
+/// deadline or `stop` (at least two rounds), then a final check. Stops after a sweep with
+/// mismatches and prints the kept ones.
+fn worker(
+    index: usize,
+    words: &mut [u64],
+    base: u64,
+    deadline: Instant,
+    stop: &AtomicBool,
+) -> ThreadReport {
     let thread = index as u64;
     let mut mismatches = Mismatches::default();
     let mut rounds = 0;
@@ -104,7 +111,8 @@ fn worker(index: usize, words: &mut [u64], base: u64, deadline: Instant) -> Thre
         let failed = sweep(words, base, step, &mut mismatches) > 0;
         rounds += 1;
         previous = Some(key);
-        if failed || (rounds >= 2 && Instant::now() >= deadline) {
+        let over = Instant::now() >= deadline || stop.load(Ordering::SeqCst);
+        if failed || (rounds >= 2 && over) {
             break;
         }
     }
@@ -134,8 +142,12 @@ fn worker(index: usize, words: &mut [u64], base: u64, deadline: Instant) -> Thre
     }
 }
 
-/// Maps the buffer and runs one worker per share for at least `settings.seconds`.
-pub fn run_workload(settings: &Settings) -> Result<Vec<ThreadReport>, WorkloadError> {
+/// Maps the buffer and runs one worker per share for `settings.seconds`, or until `stop`
+/// (each worker doing at least two rounds).
+pub fn run_workload(
+    settings: &Settings,
+    stop: &AtomicBool,
+) -> Result<Vec<ThreadReport>, WorkloadError> {
     let mut mapping = Mapping::new(settings.mib)?;
     let deadline = Instant::now() + Duration::from_secs(settings.seconds);
     let mut rest = mapping.words();
@@ -151,7 +163,7 @@ pub fn run_workload(settings: &Settings) -> Result<Vec<ThreadReport>, WorkloadEr
                 .name(format!("guest-worker-{index}"))
                 .spawn_scoped(scope, move || {
                     pin_to_cpu(cpu);
-                    worker(index, words, base, deadline)
+                    worker(index, words, base, deadline, stop)
                 })
                 .map_err(WorkloadError::Spawn)?;
             handles.push(handle);
@@ -175,7 +187,7 @@ mod tests {
             threads: 3,
             cpus: 2,
         };
-        let reports = run_workload(&settings).unwrap();
+        let reports = run_workload(&settings, &AtomicBool::new(false)).unwrap();
         assert_eq!(reports.len(), 3);
         assert_eq!(reports.iter().map(|r| r.words).sum::<usize>(), 2 << 17);
         assert!(
