@@ -58,11 +58,34 @@ if [ "${free_hugepages:-0}" -lt "$want_hugepages" ]; then
         echo "warning: cannot grow the hugetlb pool; the hugetlb suites will fail" >&2
 fi
 
-log "cargo fmt --check"
-cargo fmt --all -- --check
+# Every crate of the lockfile, for every target, so that nothing later
+# (cargo metadata included) needs the network or a warm cache.
+log "cargo fetch (every crate of Cargo.lock)"
+cargo fetch --locked
 
-log "cargo clippy (warnings are errors)"
-cargo clippy --workspace --all-targets --locked -- -D warnings
+# The stages below all run, whatever fails; each is summed up at the end
+# and the script fails if any did.
+summary=()
+failed=0
+stage() {
+    local name=$1
+    shift
+    log "$name"
+    local started=$SECONDS rc=0
+    "$@" || rc=$?
+    local took=$((SECONDS - started))
+    if [ "$rc" -eq 0 ]; then
+        summary+=("$(printf 'PASS  %5ss  %s' "$took" "$name")")
+    else
+        summary+=("$(printf 'FAIL  %5ss  %s (exit %s)' "$took" "$name" "$rc")")
+        failed=$((failed + 1))
+    fi
+}
+
+stage "cargo fmt --check" cargo fmt --all -- --check
+
+stage "cargo clippy (warnings are errors)" \
+    cargo clippy --workspace --all-targets --locked -- -D warnings
 
 # The Linux boot tests boot the Debian cloud kernel: its bzImage, and the
 # vmlinux ELF inside it, which boots through its PVH entry without the
@@ -80,13 +103,24 @@ if [ ! -s "$TIERVISOR_TEST_VMLINUX" ] || [ "$TIERVISOR_TEST_VMLINUX" -ot "$TIERV
 fi
 export TIERVISOR_TEST_KERNEL TIERVISOR_TEST_VMLINUX
 
-log "cargo test (unit and KVM end-to-end suites)"
-cargo test --workspace --locked -- --test-threads=2
+# --no-fail-fast: one failing test binary must not hide the others.
+stage "cargo test (unit and KVM end-to-end suites)" \
+    cargo test --workspace --locked --no-fail-fast -- --test-threads=2
 
-log "API contract test (schemathesis against a live tiervisor serve)"
-scripts/api-contract.sh
+stage "API contract test (schemathesis against a live tiervisor serve)" \
+    scripts/api-contract.sh
 
-log "tiered host (QEMU with NUMA, HMAT and device-DAX): build and scenarios"
-TIERVISOR_NESTED_DIR=$(tests/nested/build.sh)
-TIERVISOR_NESTED_DIR=$TIERVISOR_NESTED_DIR \
-    cargo test --locked -p tiered-host --test scenarios -- --test-threads=1
+nested_scenarios() {
+    local dir
+    dir=$(tests/nested/build.sh) || return
+    TIERVISOR_NESTED_DIR=$dir \
+        cargo test --locked -p tiered-host --test scenarios --test campaign \
+        --no-fail-fast -- --test-threads=1
+}
+stage "tiered host (QEMU with NUMA, HMAT and device-DAX): build, scenarios, short integrity loop" \
+    nested_scenarios
+
+log "summary"
+printf '%s\n' "${summary[@]}"
+echo "stages: $((${#summary[@]} - failed)) passed, $failed failed"
+[ "$failed" -eq 0 ]

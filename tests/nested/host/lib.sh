@@ -57,11 +57,37 @@ make_devdax() {
 # Runs tiervisor with "$@" (plus --report-json), in the background so
 # that /proc/PID/numa_maps can be sampled while it runs; sets the debug
 # corruption switch when the command line asks for it (tiervisor.corrupt=N).
-# Prints its exit code and its JSON report.
+# The integrity campaign's switches (tests/nested/tests/campaign.rs):
+# tiervisor.shuffle=N adds --shuffle N (random moves, exchanges once the
+# fast tier is full); tiervisor.migration=off runs with no migrator and
+# no tiering engine, as the baseline. Prints its exit code and its JSON
+# report.
 run_tiervisor() {
 	corrupt=$(cmdline_value tiervisor.corrupt 0)
 	if [ "$corrupt" != 0 ]; then
 		export TIERVISOR_DEBUG_CORRUPT_PROMOTIONS=$corrupt
+	fi
+	if [ "$(cmdline_value tiervisor.migration on)" = off ]; then
+		# Drop the script's --migrator and its value.
+		n=$#
+		while [ "$n" -gt 0 ]; do
+			a=$1
+			shift
+			n=$((n - 1))
+			if [ "$a" = --migrator ]; then
+				shift
+				n=$((n - 1))
+				continue
+			fi
+			set -- "$@" "$a"
+		done
+		set -- "$@" --no-tiering
+		fact campaign migration=off
+	fi
+	shuffle=$(cmdline_value tiervisor.shuffle 0)
+	if [ "$shuffle" != 0 ]; then
+		set -- "$@" --shuffle "$shuffle"
+		fact campaign shuffle="$shuffle"
 	fi
 	/bin/tiervisor run --report-json /tmp/report.json "$@" >/tmp/tiervisor.out 2>&1 &
 	pid=$!

@@ -178,7 +178,15 @@ impl TieredHost {
             .map_err(io(format!("create {}", pmem.display())))?;
         let _ = fs::remove_file(&log);
 
-        let mut append = format!("console=ttyS0 quiet tiervisor.scenario={}", scenario.name);
+        // A host that locks up panics at once, with every CPU's backtrace
+        // on the console (loglevel 5 lets the traces through `quiet`), and
+        // the panic ends QEMU (-no-reboot): a hang shows where it hangs
+        // instead of running into the scenario's time limit.
+        let mut append = format!(
+            "console=ttyS0 quiet loglevel=5 panic=-1 softlockup_panic=1 \
+             softlockup_all_cpu_backtrace=1 tiervisor.scenario={}",
+            scenario.name
+        );
         for w in &scenario.cmdline {
             append.push(' ');
             append.push_str(w);
