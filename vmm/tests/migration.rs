@@ -10,6 +10,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use guest_memory::migrate::FaultInjection;
 use guest_memory::{BatchReport, Migrator, Move, Placement, TierSpec};
 use vm_memory::{Bytes, GuestAddress};
 use vmm::devices::hypercall::LogSink;
@@ -254,14 +255,17 @@ fn assert_clean(o: &Outcome, target: usize) {
     assert!(o.log.iter().any(|l| l.contains("memcheck")), "{:?}", o.log);
 }
 
-#[test]
-fn plain_remap_under_a_verifying_guest() {
-    let moves = random_moves(40_000);
-    let o = under_fire(SMALL, MigratorKind::Remap, false, |m, frames, tier_of| {
-        // First every fast frame (half of memcheck's buffer among them)
-        // moves in one batch that stays protected until a vCPU write
-        // waits on it: a stall is seen however the vCPUs are scheduled.
-        m.faults().unwrap().hold_until_write_waits(1);
+/// First every fast frame (half of memcheck's buffer among them) moves to
+/// the slow tier in one batch, with `hook` armed on the migrator's fault
+/// injection (it makes that batch wait for the guest: see its use); then
+/// random moves until `target` frames moved.
+fn fast_frames_first_then_random(
+    target: usize,
+    hook: fn(&FaultInjection),
+) -> impl FnOnce(&dyn Migrator, &[usize], &dyn Fn(usize) -> usize) -> BatchReport + Send {
+    let moves = random_moves(target);
+    move |m, frames, tier_of| {
+        hook(m.faults().unwrap());
         let fast: Vec<usize> = frames
             .iter()
             .copied()
@@ -270,7 +274,15 @@ fn plain_remap_under_a_verifying_guest() {
         let mut total = m.migrate_frames(&fast, 1);
         total.absorb(&moves(m, frames, tier_of));
         total
-    });
+    }
+}
+
+#[test]
+fn plain_remap_under_a_verifying_guest() {
+    // The first batch stays protected until a vCPU write waits on it: a
+    // stall is seen however the vCPUs are scheduled.
+    let drive = fast_frames_first_then_random(40_000, |f| f.hold_until_write_waits(1));
+    let o = under_fire(SMALL, MigratorKind::Remap, false, drive);
     assert_clean(&o, 40_000);
     assert!(
         !o.total.stalls.is_empty(),
@@ -280,27 +292,10 @@ fn plain_remap_under_a_verifying_guest() {
 
 #[test]
 fn precopy_remap_under_a_verifying_guest() {
-    let moves = random_moves(30_000);
-    let o = under_fire(
-        SMALL,
-        MigratorKind::RemapPrecopy,
-        false,
-        |m, frames, tier_of| {
-            // First every fast frame (half of memcheck's buffer among them)
-            // moves in one batch whose pre-copy pass waits until the guest
-            // dirties one of its pages: a re-copy is seen however the vCPUs
-            // are scheduled.
-            m.faults().unwrap().hold_precopy_until_dirty(1);
-            let fast: Vec<usize> = frames
-                .iter()
-                .copied()
-                .filter(|&f| tier_of(f) == 0)
-                .collect();
-            let mut total = m.migrate_frames(&fast, 1);
-            total.absorb(&moves(m, frames, tier_of));
-            total
-        },
-    );
+    // The first batch's pre-copy pass waits until the guest dirties one of
+    // its pages: a re-copy is seen however the vCPUs are scheduled.
+    let drive = fast_frames_first_then_random(30_000, |f| f.hold_precopy_until_dirty(1));
+    let o = under_fire(SMALL, MigratorKind::RemapPrecopy, false, drive);
     assert_clean(&o, 30_000);
     assert!(
         o.total.recopied_pages > 0,

@@ -25,8 +25,10 @@ fn hot_frames_follow_the_hot_set_into_the_fast_tier() {
     let _one = alone();
     // The fast tier is exactly the quota and starts full of whatever
     // fast-first placement put there: every promotion is an exchange.
+    // Phases of 6 s: the hot set moves in well under a second on a quiet
+    // host; the margin is for a busy one (how fast is tierbench's job).
     let cfg = config(
-        &format!("{HOTSET},phases=3,seconds=3"),
+        &format!("{HOTSET},phases=3,seconds=6"),
         QUOTA,
         TieringPolicy::with_quota(QUOTA),
     );
@@ -61,7 +63,7 @@ fn hot_frames_follow_the_hot_set_into_the_fast_tier() {
 fn a_stable_workload_stops_moving_frames() {
     let _one = alone();
     let cfg = config(
-        &format!("{HOTSET},phases=1,seconds=12"),
+        &format!("{HOTSET},phases=1,seconds=20"),
         QUOTA,
         TieringPolicy::with_quota(QUOTA),
     );
@@ -72,17 +74,24 @@ fn a_stable_workload_stops_moving_frames() {
         .iter()
         .find(|s| s.hot_fast == s.hot)
         .expect("the hot set reached the fast tier");
-    assert!(converged.at < 4.0, "converged late: {converged:?}");
-    // From 4 s into the phase to its end (the ring holds the last 300
-    // intervals: all of them here).
+    // Well under a second on a quiet host: the bound leaves the rest of
+    // the phase to judge, however busy the host.
+    assert!(converged.at < 10.0, "converged late: {converged:?}");
+    // From 2 s after convergence to the phase's end (the ring holds the
+    // last 300 intervals: all of them here), timed by the intervals' own
+    // clock, not by their count.
     let phase_start_ms =
         stats.recent.last().unwrap().at_ms as f64 - samples.last().unwrap().at * 1000.0;
+    let from_ms = phase_start_ms + (converged.at + 2.0) * 1000.0;
     let window: Vec<_> = stats
         .recent
         .iter()
-        .filter(|r| r.at_ms as f64 >= phase_start_ms + 4000.0)
+        .filter(|r| r.at_ms as f64 >= from_ms)
         .collect();
-    let seconds = window.len() as f64 * 0.2;
+    let seconds = match (window.first(), window.last()) {
+        (Some(a), Some(b)) => (b.at_ms - a.at_ms) as f64 / 1000.0,
+        _ => 0.0,
+    };
     assert!(seconds >= 6.0, "window of {seconds} s");
     let moved: usize = window.iter().map(|r| r.promoted + r.demoted).sum();
     let frames = vm.memory().frame_count() as f64;
@@ -148,7 +157,7 @@ fn rebalance_50_25_50_percent_keeps_every_write() {
     let half = 256 * MIB;
     // Pre-copy: the rebalance moves frames while the guest writes them.
     let mut cfg = config(
-        "hotset:size=384M,hot=32M,hot-frac=0.9,phases=3,seconds=6,verify=1",
+        "hotset:size=384M,hot=32M,hot-frac=0.9,phases=3,seconds=10,verify=1",
         half,
         TieringPolicy::with_quota(half),
     );
@@ -156,15 +165,16 @@ fn rebalance_50_25_50_percent_keeps_every_write() {
     let mut vm = vm(&cfg);
     let samples = run(&mut vm, |engine, state| {
         // Wait for the guest's first phase, then 50 % → 25 % → 50 %, each
-        // within 8 s (pre-copy batches under this writer take ~150 ms per
-        // interval: docs/policy.md).
+        // with a deadline no busy host misses (a rebalance takes a second
+        // or two here: pre-copy batches under this writer take ~150 ms per
+        // interval, docs/policy.md; speed is tierbench's to measure).
         assert!(wait_for(Duration::from_secs(60), || !state
             .ground_truth()
             .is_empty()));
         for target in [QUOTA, half] {
-            engine.rebalance(target, 8000).unwrap();
+            engine.rebalance(target, 12_000).unwrap();
             let done =
-                wait_for(Duration::from_secs(6), || {
+                wait_for(Duration::from_secs(15), || {
                     engine.stats().rebalance.as_ref().is_some_and(|r| {
                         r.target_bytes == target && r.state != RebalanceState::Running
                     })

@@ -130,12 +130,15 @@ fn dirty_log_sees_writes_and_not_reads() {
 #[test]
 fn a_peek_keeps_the_bits_in_kvm_for_every_consumer() {
     let _alone = crate::rig::alone();
-    let mut vm = logged_vm("stream:size=128M,op=write,phases=1,seconds=1");
+    // The guest writes until the look below asks it to stop: the look
+    // waits for the writes it needs, however the vCPU is scheduled.
+    let mut vm = logged_vm("stream:size=128M,op=write,phases=1,seconds=600");
     let log = vm.dirty_log().unwrap().clone();
     let free = vm.first_free_range().unwrap();
     let spans = [(free.start, 64 * MIB)];
     let (peeker, other) = (log.subscribe(), log.subscribe());
     let state = vm.state().clone();
+    let stop = vm.stop_handle();
     std::thread::scope(|s| {
         let look = s.spawn(|| {
             while state.phase_starts().is_empty() {
@@ -143,11 +146,17 @@ fn a_peek_keeps_the_bits_in_kvm_for_every_consumer() {
             }
             other.reset(&spans).unwrap();
             peeker.reset(&spans).unwrap();
-            std::thread::sleep(Duration::from_millis(20));
             let (mut first, mut again, mut taken) = (Vec::new(), Vec::new(), Vec::new());
-            peeker.peek(&spans, &mut first).unwrap();
+            // Peeks do not clear: the window grows until it holds enough.
+            let deadline = std::time::Instant::now() + Duration::from_secs(120);
+            while first.len() <= 64 && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+                first.clear();
+                peeker.peek(&spans, &mut first).unwrap();
+            }
             peeker.peek(&spans, &mut again).unwrap();
             other.take(&spans, &mut taken).unwrap();
+            stop.request();
             (first, again, taken)
         });
         assert_eq!(
