@@ -20,6 +20,9 @@ fn one_pool_serves_a_thousand_calls() {
         ..ThreadedConfig::with_workers(3)
     };
     let engine = ThreadedCopy::new(config).unwrap();
+    // The pool copies in every call (the hook has the caller wait for it):
+    // the reuse is shown whatever the scheduler does.
+    engine.hold_caller_for_workers(1);
     let threads = thread_count();
     let len = 512 * KIB;
     let mut src = Region::random(len, 77);
@@ -35,6 +38,11 @@ fn one_pool_serves_a_thousand_calls() {
         // SAFETY: two live, distinct regions of `len` bytes.
         let stats = unsafe { engine.copy(&[range]) }.unwrap();
         assert_eq!(stats.chunks, 8);
+        assert!(
+            stats.per_worker_chunks[1..].iter().any(|&c| c > 0),
+            "call {call}: the pool copied nothing: {:?}",
+            stats.per_worker_chunks
+        );
         pool_chunks += stats.per_worker_chunks[1..].iter().sum::<usize>();
         assert!(dst.as_slice() == src.as_slice(), "call {call}");
         assert_eq!(

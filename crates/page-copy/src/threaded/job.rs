@@ -80,35 +80,65 @@ impl Job {
     /// Claims and copies chunks as participant `worker` until none are
     /// left. Never unwinds: a panic while copying is recorded instead.
     pub(super) fn run(&self, worker: usize) {
+        while let Some(index) = self.claim() {
+            self.finish(worker, index);
+        }
+    }
+
+    /// Hands out the next chunk index, if any is left.
+    pub(super) fn claim(&self) -> Option<usize> {
+        let index = self.next.fetch_add(1, Ordering::Relaxed);
+        (index < self.plan.len()).then_some(index)
+    }
+
+    /// Copies claimed chunk `index` as participant `worker` (skipped once
+    /// the job failed) and counts it finished.
+    pub(super) fn finish(&self, worker: usize, index: usize) {
+        if !self.failed.load(Ordering::Relaxed) {
+            let copied = panic::catch_unwind(AssertUnwindSafe(|| {
+                #[cfg(test)]
+                if self.panic_in_worker == Some(worker) {
+                    panic!("injected panic in participant {worker}");
+                }
+                // SAFETY: `index` was handed out once, to this thread, and
+                // is not yet counted completed, so the creator is still
+                // waiting and the batch is valid (`Job::new`).
+                unsafe { self.plan.copy_chunk(index, self.mode) };
+            }));
+            match copied {
+                Ok(()) => {
+                    self.per_worker[worker].fetch_add(1, Ordering::Relaxed);
+                }
+                Err(payload) => self.record_panic(worker, payload.as_ref()),
+            }
+        }
+        // Release: publishes this chunk's bytes to the caller's acquire.
+        if self.completed.fetch_add(1, Ordering::AcqRel) + 1 == self.plan.len() {
+            let _guard = lock(&self.done);
+            self.done_cv.notify_all();
+        }
+    }
+
+    /// Test hook of [`ThreadedCopy::hold_caller_for_workers`]: waits until
+    /// `workers` pool threads have each copied a chunk, or no chunk is left
+    /// to claim, or the job failed, at most `limit`.
+    ///
+    /// [`ThreadedCopy::hold_caller_for_workers`]: super::ThreadedCopy::hold_caller_for_workers
+    pub(super) fn wait_for_workers(&self, workers: usize, limit: std::time::Duration) {
+        let deadline = std::time::Instant::now() + limit;
         let total = self.plan.len();
-        loop {
-            let index = self.next.fetch_add(1, Ordering::Relaxed);
-            if index >= total {
+        while std::time::Instant::now() < deadline {
+            let joined = self.per_worker[1..]
+                .iter()
+                .filter(|c| c.load(Ordering::Relaxed) > 0)
+                .count();
+            if joined >= workers
+                || self.next.load(Ordering::Relaxed) >= total
+                || self.failed.load(Ordering::Relaxed)
+            {
                 return;
             }
-            if !self.failed.load(Ordering::Relaxed) {
-                let copied = panic::catch_unwind(AssertUnwindSafe(|| {
-                    #[cfg(test)]
-                    if self.panic_in_worker == Some(worker) {
-                        panic!("injected panic in participant {worker}");
-                    }
-                    // SAFETY: `index` was handed out once, to this thread,
-                    // and is not yet counted completed, so the creator is
-                    // still waiting and the batch is valid (`Job::new`).
-                    unsafe { self.plan.copy_chunk(index, self.mode) };
-                }));
-                match copied {
-                    Ok(()) => {
-                        self.per_worker[worker].fetch_add(1, Ordering::Relaxed);
-                    }
-                    Err(payload) => self.record_panic(worker, payload.as_ref()),
-                }
-            }
-            // Release: publishes this chunk's bytes to the caller's acquire.
-            if self.completed.fetch_add(1, Ordering::AcqRel) + 1 == total {
-                let _guard = lock(&self.done);
-                self.done_cv.notify_all();
-            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
         }
     }
 

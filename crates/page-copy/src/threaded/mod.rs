@@ -12,9 +12,10 @@ mod tests;
 use std::fmt;
 use std::io;
 use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
@@ -33,6 +34,11 @@ pub const DEFAULT_CHUNK_SIZE: usize = 256 * 1024;
 
 /// Smallest accepted chunk size (one base page).
 pub const MIN_CHUNK_SIZE: usize = 4096;
+
+/// Longest a caller held by [`ThreadedCopy::hold_caller_for_workers`]
+/// waits for the pool: far beyond any wake-up, short enough that a pool
+/// that never joins fails its test instead of hanging it.
+pub const HOLD_LIMIT: Duration = Duration::from_secs(60);
 
 /// Why a worker pool could not be built.
 #[derive(Debug, Error)]
@@ -133,6 +139,9 @@ pub struct ThreadedCopy {
     threads: Vec<Worker>,
     /// Held while the pool works on a batch.
     serial: Mutex<()>,
+    /// Test hook: pool threads the caller waits for (see
+    /// [`hold_caller_for_workers`](Self::hold_caller_for_workers)).
+    hold_for_workers: AtomicUsize,
     /// Test hook copied into every job: participant that panics.
     #[cfg(test)]
     panic_in_worker: Mutex<Option<usize>>,
@@ -166,6 +175,7 @@ impl ThreadedCopy {
             shared: Arc::new(Shared::default()),
             threads: Vec::with_capacity(config.workers - 1),
             serial: Mutex::new(()),
+            hold_for_workers: AtomicUsize::new(0),
             #[cfg(test)]
             panic_in_worker: Mutex::new(None),
         };
@@ -187,6 +197,16 @@ impl ThreadedCopy {
     /// the thread itself read them after pinning.
     pub fn worker_cpus(&self) -> Vec<Vec<usize>> {
         self.threads.iter().map(|w| w.cpus.clone()).collect()
+    }
+
+    /// Test hook: in every later batch the pool works on, the caller
+    /// claims the first chunk, then copies nothing until `workers` pool
+    /// threads have each copied a chunk (or every chunk is claimed), at
+    /// most [`HOLD_LIMIT`]; 0 turns it off. Both the caller and the pool
+    /// then copy part of every batch, whatever the scheduler does, so tests
+    /// of the split do not count on it; no engine the VMM builds sets it.
+    pub fn hold_caller_for_workers(&self, workers: usize) {
+        self.hold_for_workers.store(workers, Ordering::Relaxed);
     }
 
     /// Makes participant `worker` panic on every chunk it claims (tests).
@@ -217,7 +237,15 @@ impl CopyEngine for ThreadedCopy {
             job.wait();
         } else {
             let _serial = lock(&self.serial);
+            let hold = self.hold_for_workers.load(Ordering::Relaxed);
+            // The test hook's chunk for the caller, claimed before the pool
+            // can take them all.
+            let first = (hold > 0).then(|| job.claim()).flatten();
             self.shared.publish(Arc::clone(&job));
+            if let Some(index) = first {
+                job.wait_for_workers(hold.min(self.threads.len()), HOLD_LIMIT);
+                job.finish(0, index);
+            }
             job.run(0);
             job.wait();
             self.shared.retract();
