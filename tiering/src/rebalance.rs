@@ -36,8 +36,19 @@ impl Rebalance {
     /// Frames to move this interval to finish in time: what is left,
     /// spread over the intervals left (all of it in the last one).
     pub fn pace(&self, fast: usize, quota_max: usize, interval: Duration) -> usize {
+        self.pace_after(fast, quota_max, interval, self.started.elapsed())
+    }
+
+    /// [`pace`](Self::pace) once `elapsed` of the deadline has passed.
+    fn pace_after(
+        &self,
+        fast: usize,
+        quota_max: usize,
+        interval: Duration,
+        elapsed: Duration,
+    ) -> usize {
         let left = fast.abs_diff(quota_max);
-        let time_left = self.deadline.saturating_sub(self.started.elapsed());
+        let time_left = self.deadline.saturating_sub(elapsed);
         let intervals = (time_left.as_secs_f64() / interval.as_secs_f64().max(1e-3)).floor();
         if intervals < 1.0 {
             left
@@ -104,9 +115,12 @@ mod tests {
     #[test]
     fn pace_spreads_what_is_left_over_the_time_left() {
         let r = Rebalance::new(64 * MIB, 128 * MIB, Duration::from_secs(2));
-        // 32 frames over ~10 intervals of 200 ms.
-        let p = r.pace(64, 32, Duration::from_millis(200));
-        assert!((4..=5).contains(&p), "{p}");
+        let interval = Duration::from_millis(200);
+        // 32 frames over 10 intervals of 200 ms, then over the 5 left.
+        assert_eq!(r.pace_after(64, 32, interval, Duration::ZERO), 4);
+        assert_eq!(r.pace_after(64, 32, interval, Duration::from_secs(1)), 7);
+        // From the clock: at most 10 intervals are left.
+        assert!(r.pace(64, 32, interval) >= 4);
         let late = Rebalance::new(64 * MIB, 128 * MIB, Duration::from_millis(1));
         std::thread::sleep(Duration::from_millis(2));
         assert_eq!(late.pace(64, 32, Duration::from_millis(200)), 32);

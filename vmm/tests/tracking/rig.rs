@@ -178,8 +178,8 @@ impl Run {
 pub struct Outcome {
     /// Per interval: (phase, K, precision of the heat model's top-K).
     pub precision: Vec<(u64, usize, f64)>,
-    /// Frames the migrator moved.
-    pub moved: usize,
+    /// Frames the migrator moved in each phase of the guest's (index = phase).
+    pub moved_per_phase: Vec<usize>,
     /// The fault sampler's totals (`fault-sample` runs).
     pub totals: Option<SamplerTotals>,
     /// Intervals in which a frame had more pages accessed than observed
@@ -244,15 +244,23 @@ pub fn run(r: &Run) -> Outcome {
     let results = Mutex::new(Vec::new());
     let done = AtomicBool::new(false);
     let mover = vm.migrator().cloned();
-    let moved = AtomicUsize::new(0);
+    let moved_per_phase = Mutex::new(Vec::<usize>::new());
     let end = std::thread::scope(|s| {
         if let Some(m) = &mover {
-            let (mem, done, moved) = (&mem, &done, &moved);
+            let (mem, done, per_phase) = (&mem, &done, &moved_per_phase);
+            let state = &state;
             s.spawn(move || {
                 let mut rng = 0x1234_5678_9abc_def1u64;
                 while !done.load(Ordering::Relaxed) {
                     let report = m.migrate(&random_moves(mem, &mut rng, r.batch));
-                    moved.fetch_add(report.moved, Ordering::Relaxed);
+                    if let Some(truth) = state.ground_truth().last() {
+                        let mut per_phase = per_phase.lock().unwrap();
+                        let phase = truth.phase as usize;
+                        if per_phase.len() <= phase {
+                            per_phase.resize(phase + 1, 0);
+                        }
+                        per_phase[phase] += report.moved;
+                    }
                     std::thread::sleep(r.move_every);
                 }
             });
@@ -369,7 +377,7 @@ pub fn run(r: &Run) -> Outcome {
     }
     Outcome {
         precision: results.into_inner().unwrap(),
-        moved: moved.load(Ordering::Relaxed),
+        moved_per_phase: moved_per_phase.into_inner().unwrap(),
         totals: sampler.as_ref().map(FaultSampleTracker::totals),
         overcounted: overcount.into_inner(),
         never_observed: observed_ever
