@@ -100,8 +100,26 @@ struct Seen {
     idle_hot: usize,
 }
 
-fn seen(op: &str, kind: TrackerKind) -> Seen {
-    let args = format!("stream:size=128M,op={op},phases=1,seconds=3");
+/// Share of the buffer's 64 frames a run must reach to be stopped early
+/// (`until` of [`seen`]).
+const SEEN_ENOUGH: f64 = 0.9;
+
+/// What `seen` waits for before it stops the guest.
+#[derive(Clone, Copy, PartialEq)]
+enum Until {
+    /// More than [`SEEN_ENOUGH`] of the buffer seen accessed.
+    Accessed,
+    /// More than [`SEEN_ENOUGH`] seen accessed and written.
+    Written,
+    /// Nothing: the guest streams for 3 s (a run that should see little).
+    ThreeSeconds,
+}
+
+fn seen(op: &str, kind: TrackerKind, until: Until) -> Seen {
+    // A run that should see the buffer streams until it has (at most a
+    // few minutes): how long that takes is the scheduler's business.
+    let seconds = if until == Until::ThreeSeconds { 3 } else { 600 };
+    let args = format!("stream:size=128M,op={op},phases=1,seconds={seconds}");
     let config = vm_config(&args, 1, false, MigratorKind::None);
     let mut vm = Vm::with_trackers(&config, Arc::new(|_, _| {}), &[kind]).unwrap();
     let mem = vm.memory().clone();
@@ -114,11 +132,15 @@ fn seen(op: &str, kind: TrackerKind) -> Seen {
     };
     let mut tracker = vm.tracker(kind, fault).unwrap();
     let state = vm.state().clone();
+    let stop = vm.stop_handle();
     let frames = mem.frame_count();
-    let (mut accessed, mut written) = (vec![0u64; frames], vec![0u64; frames]);
+    let first = mem.frames().frame_of_gpa(free.start).unwrap();
+    let buffer = first..first + 64;
+    let share = |v: &[u64]| buffer.clone().filter(|&f| v[f] > 0).count() as f64 / 64.0;
     let done = std::sync::atomic::AtomicBool::new(false);
-    std::thread::scope(|s| {
+    let (accessed, written) = std::thread::scope(|s| {
         let t = s.spawn(|| {
+            let (mut accessed, mut written) = (vec![0u64; frames], vec![0u64; frames]);
             // The warm-up writes every page: count from phase 0 on.
             while state.phase_starts().is_empty() {
                 std::thread::sleep(Duration::from_millis(5));
@@ -131,15 +153,23 @@ fn seen(op: &str, kind: TrackerKind) -> Seen {
                     accessed[f] += u64::from(sample.accessed[f].max(sample.dirty[f]));
                     written[f] += u64::from(sample.dirty[f]);
                 }
+                let enough = match until {
+                    Until::Accessed => share(&accessed) > SEEN_ENOUGH,
+                    Until::Written => share(&accessed).min(share(&written)) > SEEN_ENOUGH,
+                    Until::ThreeSeconds => false,
+                };
+                if enough {
+                    stop.request();
+                }
             }
+            (accessed, written)
         });
         let end = vm.run(Duration::from_millis(100), &mut |_, _| {}).unwrap();
         done.store(true, std::sync::atomic::Ordering::Relaxed);
-        t.join().unwrap();
+        let seen = t.join().unwrap();
         assert_eq!(end, VmEnd::Success);
+        seen
     });
-    let first = mem.frames().frame_of_gpa(free.start).unwrap();
-    let buffer = first..first + 64;
     // The ground-truth page follows the buffer; leave a frame of margin.
     let idle = first + 65
         ..mem
@@ -147,7 +177,6 @@ fn seen(op: &str, kind: TrackerKind) -> Seen {
             .frame_of_gpa(free.start + free.len - 1)
             .unwrap();
     assert!(idle.len() > 50, "an idle region of {} frames", idle.len());
-    let share = |v: &[u64]| buffer.clone().filter(|&f| v[f] > 0).count() as f64 / 64.0;
     Seen {
         accessed: share(&accessed),
         written: share(&written),
@@ -158,7 +187,7 @@ fn seen(op: &str, kind: TrackerKind) -> Seen {
 #[test]
 fn fault_sample_sees_reads_and_writes_and_nothing_where_nothing_happens() {
     let _alone = crate::rig::alone();
-    let read = seen("read", TrackerKind::FaultSample);
+    let read = seen("read", TrackerKind::FaultSample, Until::Accessed);
     assert!(read.accessed > 0.9, "reads are seen: {}", read.accessed);
     assert!(
         read.written < 0.05,
@@ -166,7 +195,7 @@ fn fault_sample_sees_reads_and_writes_and_nothing_where_nothing_happens() {
         read.written
     );
     assert_eq!(read.idle_hot, 0, "untouched frames look cold");
-    let write = seen("write", TrackerKind::FaultSample);
+    let write = seen("write", TrackerKind::FaultSample, Until::Written);
     assert!(write.accessed > 0.9, "writes are seen: {}", write.accessed);
     assert!(write.written > 0.9, "as writes: {}", write.written);
     assert_eq!(write.idle_hot, 0, "untouched frames look cold");
@@ -175,14 +204,14 @@ fn fault_sample_sees_reads_and_writes_and_nothing_where_nothing_happens() {
 #[test]
 fn combined_sees_reads_the_dirty_log_misses() {
     let _alone = crate::rig::alone();
-    let dirty = seen("read", TrackerKind::DirtyLog);
+    let dirty = seen("read", TrackerKind::DirtyLog, Until::ThreeSeconds);
     assert!(
         dirty.accessed < 0.05,
         "the dirty log misses reads: {}",
         dirty.accessed
     );
     assert_eq!(dirty.idle_hot, 0);
-    let read = seen("read", TrackerKind::Combined);
+    let read = seen("read", TrackerKind::Combined, Until::Accessed);
     assert!(
         read.accessed > 0.9,
         "combined sees reads: {}",
