@@ -87,9 +87,9 @@ impl ApiArgs {
 #[derive(Debug, Default, Args)]
 pub struct StopArgs {
     /// On SIGINT/SIGTERM or vm.shutdown, how long the guest may take to
-    /// finish on its own (a payload ends its phase and runs its checks)
-    /// before its vCPUs are stopped [default: 5]. A second signal stops at
-    /// once.
+    /// finish on its own (a payload ends its phase and runs its checks; a
+    /// Linux guest gets an ACPI power button press) before its vCPUs are
+    /// stopped [default: 5]. A second signal stops at once.
     #[arg(long, value_name = "SECONDS")]
     pub stop_grace: Option<f64>,
 }

@@ -4,9 +4,9 @@
 //! 1. stop the tiering engine: it finishes the migration batch in flight
 //!    (every batch moves its frames or rolls them back), then moves
 //!    nothing more;
-//! 2. ask the guest to stop: a payload's stop word (it ends its phase,
-//!    runs its own data checks and exits); a Linux guest has no such
-//!    channel yet, so it only gets the grace period;
+//! 2. ask the guest to stop ([`StopHandle::request`]): a payload's stop
+//!    word (it ends its phase, runs its own data checks and exits), a
+//!    Linux guest's ACPI power button (its init shuts down);
 //! 3. after the grace period, stop the vCPUs hard ([`VmEnd::Stopped`]).
 //!
 //! [`VmEnd::Stopped`]: crate::vm::VmEnd::Stopped
