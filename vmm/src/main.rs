@@ -82,9 +82,10 @@ fn serve(args: &ServeArgs, signals: &StopSignals) -> ExitCode {
     if let Some(addr) = server.tcp_addr() {
         eprintln!("tiervisor: API on http://{addr}");
     }
-    // Until vmm.shutdown, or a stop signal: then the VM (if one runs)
-    // stops as on vm.shutdown and the server ends.
-    while !controller.wait_for_exit_request(Some(SIGNAL_POLL)) {
+    // Until vmm.shutdown has been answered (stopping the server sooner
+    // would cut off that answer), or a stop signal: then the VM (if one
+    // runs) stops as on vm.shutdown and the server ends.
+    while !server.wait_for_shutdown_timeout(SIGNAL_POLL) {
         if let Some(signal) = signals.received() {
             if let Err(e) = controller.shutdown_vmm() {
                 eprintln!("tiervisor: {}: {e}", signal.name());
@@ -102,6 +103,8 @@ fn serve(args: &ServeArgs, signals: &StopSignals) -> ExitCode {
 
 /// How often a waiting loop looks for a stop signal.
 const SIGNAL_POLL: Duration = Duration::from_millis(100);
+/// Longest wait for the answer to `vmm.shutdown` to be written.
+const EXIT_ANSWER_WAIT: Duration = Duration::from_secs(10);
 
 /// The controller's options with `grace` for stopping a guest.
 fn controller_options(grace: Duration) -> ControllerOptions {
@@ -324,6 +327,11 @@ fn run_with_api(
             }
             break;
         }
+    }
+    if controller.exit_requested() {
+        // vmm.shutdown stopped the VM, then answers: let the answer go
+        // out before the server closes its connections.
+        server.wait_for_shutdown_timeout(EXIT_ANSWER_WAIT);
     }
     if let Some(parts) = controller.parts() {
         engine = parts.engine;
