@@ -84,10 +84,11 @@ fn fault_sample_keeps_tracking_while_frames_migrate() {
         assert_eq!(o.never_observed, 0, "every frame observed");
     }
     // A sample meets a moving frame only when a move lands inside its
-    // watch window (by chance, and rarely in a debug build, whose copies
-    // are slow): counted over both runs. fault_state's unit test checks
-    // the voiding itself.
-    assert!(voided > 0, "samples met moving frames");
+    // watch window, which is chance (and rare in a debug build, whose
+    // copies are slow), so the count is shown, not asserted: fault_state's
+    // unit test makes the meeting certain and checks the voiding itself,
+    // and `overcounted` above checks its consequence here.
+    eprintln!("samples voided by moving frames: {voided}");
 }
 
 /// What `tracker` saw of a one-vCPU `stream` run over a 128 MiB buffer,
