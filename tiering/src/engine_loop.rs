@@ -7,7 +7,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use access_track::AccessTracker;
-use guest_memory::{BatchReport, Migrator, Move, TieredMemory};
+use guest_memory::{Batch, BatchOutcome, Migrator, TieredMemory};
 
 use crate::engine::EngineError;
 use crate::heat_model::HeatModel;
@@ -199,22 +199,22 @@ impl EngineLoop {
         let tiers = self.tiers();
         let plan = self.plan(&tiers, index);
         let t3 = Instant::now();
-        let report = self.execute(&plan, &tiers);
-        let after = self.tiers();
+        let outcome = self.execute(&plan, &tiers);
         let t4 = Instant::now();
 
-        let promoted: Vec<usize> = plan
-            .promote
-            .iter()
-            .copied()
-            .filter(|&f| after[f] == 0)
-            .collect();
-        let demoted: Vec<usize> = plan
-            .demote
-            .iter()
-            .copied()
-            .filter(|&f| after[f] != 0)
-            .collect();
+        // The outcome says where each moved frame went: the view follows
+        // it without reading the placement again.
+        let mut after = tiers;
+        let (mut promoted, mut demoted) = (Vec::new(), Vec::new());
+        for m in &outcome.moved {
+            after[m.frame] = m.to_tier;
+            if m.to_tier == 0 {
+                promoted.push(m.frame);
+            } else if m.from_tier == 0 {
+                demoted.push(m.frame);
+            }
+        }
+        let report = &outcome.report;
         for &f in promoted.iter().chain(&demoted) {
             self.last_moved[f] = index;
         }
@@ -224,8 +224,8 @@ impl EngineLoop {
         self.stats.demotions.add(demoted.len(), frame_size);
         self.stats.exchanges += report.exchanged as u64;
         self.stats.aborted += report.aborted as u64;
-        if let Some(e) = report.errors.last() {
-            self.stats.last_error = Some(e.clone());
+        if let Some(e) = outcome.errors().last() {
+            self.stats.last_error = Some(error_chain(e));
         }
         let fast = after.iter().filter(|&&t| t == 0).count();
         let moved = promoted.len() + demoted.len();
@@ -315,48 +315,34 @@ impl EngineLoop {
     }
 
     /// Hands the plan to the migrator in batches of at most [`MAX_BATCH`]
-    /// moves, an exchange's two moves always in the same batch (the
-    /// migrator pairs them when a tier is full).
-    fn execute(&self, plan: &Plan, tiers: &[usize]) -> BatchReport {
+    /// frames: demotions, then exchanges (each swaps a promoted frame with
+    /// a demoted one), then promotions.
+    fn execute(&self, plan: &Plan, tiers: &[usize]) -> BatchOutcome {
         let slow = self.demotion_tier(tiers);
         let paired: std::collections::HashSet<usize> =
             plan.exchanges.iter().flat_map(|&(a, b)| [a, b]).collect();
-        let mut units: Vec<Vec<Move>> = Vec::new();
+        let mut total = BatchOutcome::default();
+        let mut batch = Batch::new();
+        let mut room_for = |batch: &mut Batch, frames: usize| {
+            if batch.frames() + frames > MAX_BATCH {
+                total.absorb(self.migrator.migrate(batch));
+                *batch = Batch::new();
+            }
+        };
         for &f in plan.demote.iter().filter(|f| !paired.contains(f)) {
-            units.push(vec![Move {
-                frame: f,
-                to_tier: slow,
-            }]);
+            room_for(&mut batch, 1);
+            batch.push_move(f, slow);
         }
         for &(up, down) in &plan.exchanges {
-            units.push(vec![
-                Move {
-                    frame: up,
-                    to_tier: 0,
-                },
-                Move {
-                    frame: down,
-                    to_tier: tiers[up],
-                },
-            ]);
+            room_for(&mut batch, 2);
+            batch.push_exchange(up, down);
         }
         for &f in plan.promote.iter().filter(|f| !paired.contains(f)) {
-            units.push(vec![Move {
-                frame: f,
-                to_tier: 0,
-            }]);
-        }
-        let mut total = BatchReport::default();
-        let mut batch: Vec<Move> = Vec::new();
-        for unit in units {
-            if batch.len() + unit.len() > MAX_BATCH {
-                total.absorb(&self.migrator.migrate(&batch));
-                batch.clear();
-            }
-            batch.extend(unit);
+            room_for(&mut batch, 1);
+            batch.push_move(f, 0);
         }
         if !batch.is_empty() {
-            total.absorb(&self.migrator.migrate(&batch));
+            total.absorb(self.migrator.migrate(&batch));
         }
         total
     }

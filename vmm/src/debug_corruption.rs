@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use guest_memory::migrate::FaultInjection;
-use guest_memory::{BatchReport, Migrator, Move, TieredMemory};
+use guest_memory::{Batch, BatchOutcome, Migrator, TieredMemory};
 
 /// The environment variable that arms the switch.
 pub const CORRUPT_PROMOTIONS_ENV: &str = "TIERVISOR_DEBUG_CORRUPT_PROMOTIONS";
@@ -82,17 +82,13 @@ impl Migrator for CorruptPromotions {
         self.inner.name()
     }
 
-    fn migrate(&self, batch: &[Move]) -> BatchReport {
-        let report = self.inner.migrate(batch);
-        for m in batch.iter().filter(|m| m.to_tier == 0) {
-            let on_fast = self
-                .memory
-                .placement()
-                .location(m.frame)
-                .is_some_and(|l| l.tier == 0);
-            if !on_fast {
-                continue;
-            }
+    fn memory(&self) -> &TieredMemory {
+        &self.memory
+    }
+
+    fn migrate(&self, batch: &Batch) -> BatchOutcome {
+        let outcome = self.inner.migrate(batch);
+        for m in outcome.moved.iter().filter(|m| m.to_tier == 0) {
             let armed = self
                 .remaining
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -102,7 +98,7 @@ impl Migrator for CorruptPromotions {
             }
             self.corrupt(m.frame);
         }
-        report
+        outcome
     }
 
     fn faults(&self) -> Option<&Arc<FaultInjection>> {

@@ -79,12 +79,12 @@ impl Shuffler {
                             });
                         }
                     }
-                    let report = migrator.migrate(&batch);
+                    let outcome = migrator.migrate_moves(&batch);
                     thread_total
                         .lock()
                         .unwrap_or_else(PoisonError::into_inner)
-                        .absorb(&report);
-                    std::thread::sleep(TICK.saturating_sub(report.total));
+                        .absorb(&outcome.report);
+                    std::thread::sleep(TICK.saturating_sub(outcome.report.total));
                 }
             })?;
         Ok(Shuffler {
@@ -105,7 +105,6 @@ impl Shuffler {
             std::mem::take(&mut *self.total.lock().unwrap_or_else(PoisonError::into_inner));
         // Stall samples can be many; the report keeps the summary.
         total.stalls.clear();
-        total.errors.truncate(20);
         total
     }
 }

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use guest_memory::migrate::FaultInjection;
-use guest_memory::{BatchReport, Migrator, Move, Placement, TierSpec};
+use guest_memory::{BatchOutcome, Migrator, Move, MoveStep, Placement, StepError, TierSpec};
 use vm_memory::{Bytes, GuestAddress};
 use vmm::devices::hypercall::LogSink;
 use vmm::migration::{MigrationConfig, MigratorKind};
@@ -90,7 +90,7 @@ impl Drop for SlowFile {
 
 struct Outcome {
     end: VmEnd,
-    total: BatchReport,
+    total: BatchOutcome,
     log: Vec<String>,
 }
 
@@ -100,7 +100,7 @@ fn under_fire(
     shape: Shape,
     kind: MigratorKind,
     full_tiers: bool,
-    drive: impl FnOnce(&dyn Migrator, &[usize], &dyn Fn(usize) -> usize) -> BatchReport + Send,
+    drive: impl FnOnce(&dyn Migrator, &[usize], &dyn Fn(usize) -> usize) -> BatchOutcome + Send,
 ) -> Outcome {
     let memory = shape.memory;
     let (fast, slow) = if full_tiers {
@@ -187,11 +187,11 @@ fn under_fire(
 /// batches of 8, until `target` frames moved.
 fn random_moves(
     target: usize,
-) -> impl FnOnce(&dyn Migrator, &[usize], &dyn Fn(usize) -> usize) -> BatchReport + Send {
+) -> impl FnOnce(&dyn Migrator, &[usize], &dyn Fn(usize) -> usize) -> BatchOutcome + Send {
     move |m, frames, tier_of| {
-        let mut total = BatchReport::default();
+        let mut total = BatchOutcome::default();
         let mut rng = 0x2545_f491_4f6c_dd1du64;
-        while total.moved < target {
+        while total.report.moved < target {
             let batch: Vec<Move> = (0..8)
                 .map(|_| {
                     rng ^= rng << 13;
@@ -204,7 +204,7 @@ fn random_moves(
                     }
                 })
                 .collect();
-            total.absorb(&m.migrate(&batch));
+            total.absorb(m.migrate_moves(&batch));
         }
         total
     }
@@ -213,11 +213,11 @@ fn random_moves(
 /// Pairs of frames on different tiers swap places (both tiers full).
 fn random_exchanges(
     target: usize,
-) -> impl FnOnce(&dyn Migrator, &[usize], &dyn Fn(usize) -> usize) -> BatchReport + Send {
+) -> impl FnOnce(&dyn Migrator, &[usize], &dyn Fn(usize) -> usize) -> BatchOutcome + Send {
     move |m, frames, tier_of| {
-        let mut total = BatchReport::default();
+        let mut total = BatchOutcome::default();
         let mut i = 0usize;
-        while total.exchanged < target {
+        while total.report.exchanged < target {
             let fast: Vec<usize> = frames
                 .iter()
                 .copied()
@@ -243,15 +243,19 @@ fn random_exchanges(
                 })
                 .collect();
             i += 1;
-            total.absorb(&m.migrate(&batch));
+            total.absorb(m.migrate_moves(&batch));
         }
         total
     }
 }
 
 fn assert_clean(o: &Outcome, target: usize) {
-    assert!(o.total.moved >= target, "moved {}", o.total.moved);
-    assert_eq!(o.total.aborted, 0, "{:?}", o.total.errors);
+    assert!(
+        o.total.report.moved >= target,
+        "moved {}",
+        o.total.report.moved
+    );
+    assert_eq!(o.total.report.aborted, 0, "{:?}", o.total.failed);
     assert!(o.log.iter().any(|l| l.contains("memcheck")), "{:?}", o.log);
 }
 
@@ -262,7 +266,7 @@ fn assert_clean(o: &Outcome, target: usize) {
 fn fast_frames_first_then_random(
     target: usize,
     hook: fn(&FaultInjection),
-) -> impl FnOnce(&dyn Migrator, &[usize], &dyn Fn(usize) -> usize) -> BatchReport + Send {
+) -> impl FnOnce(&dyn Migrator, &[usize], &dyn Fn(usize) -> usize) -> BatchOutcome + Send {
     let moves = random_moves(target);
     move |m, frames, tier_of| {
         hook(m.faults().unwrap());
@@ -272,7 +276,7 @@ fn fast_frames_first_then_random(
             .filter(|&f| tier_of(f) == 0)
             .collect();
         let mut total = m.migrate_frames(&fast, 1);
-        total.absorb(&moves(m, frames, tier_of));
+        total.absorb(moves(m, frames, tier_of));
         total
     }
 }
@@ -285,7 +289,7 @@ fn plain_remap_under_a_verifying_guest() {
     let o = under_fire(SMALL, MigratorKind::Remap, false, drive);
     assert_clean(&o, 40_000);
     assert!(
-        !o.total.stalls.is_empty(),
+        !o.total.report.stalls.is_empty(),
         "vCPU writes waited on migrating frames"
     );
 }
@@ -298,7 +302,7 @@ fn precopy_remap_under_a_verifying_guest() {
     let o = under_fire(SMALL, MigratorKind::RemapPrecopy, false, drive);
     assert_clean(&o, 30_000);
     assert!(
-        o.total.recopied_pages > 0,
+        o.total.report.recopied_pages > 0,
         "the KVM dirty log reported pages written during pre-copy"
     );
 }
@@ -307,7 +311,7 @@ fn precopy_remap_under_a_verifying_guest() {
 fn exchange_under_a_verifying_guest() {
     let o = under_fire(SMALL, MigratorKind::Remap, true, random_exchanges(30_000));
     assert_clean(&o, 30_000);
-    assert_eq!(o.total.moved, o.total.exchanged);
+    assert_eq!(o.total.report.moved, o.total.report.exchanged);
     let _ = &o.end;
 }
 
@@ -321,15 +325,19 @@ fn file_tier_moves_under_the_write_stop() {
     for kind in [MigratorKind::Remap, MigratorKind::RemapPrecopy] {
         let o = under_fire(SMALL_FILE, kind, false, random_moves(4_000));
         assert_clean(&o, 4_000);
-        assert!(o.total.stops > 100, "{kind:?}: stops: {}", o.total.stops);
+        assert!(
+            o.total.report.stops > 100,
+            "{kind:?}: stops: {}",
+            o.total.report.stops
+        );
     }
     for kind in [MigratorKind::Remap, MigratorKind::RemapPrecopy] {
         let o = under_fire(SMALL_FILE, kind, true, random_exchanges(2_000));
         assert_clean(&o, 2_000);
         assert!(
-            o.total.stops > 100,
+            o.total.report.stops > 100,
             "{kind:?} exchanges: stops: {}",
-            o.total.stops
+            o.total.report.stops
         );
     }
 }
@@ -352,9 +360,9 @@ fn injected_failures_under_a_verifying_guest() {
         };
         let o = under_fire(shape, kind, false, |m, frames, tier_of| {
             let faults = m.faults().expect("remap migrators inject faults").clone();
-            let mut total = BatchReport::default();
+            let mut total = BatchOutcome::default();
             let mut round = 0u64;
-            while total.moved < 3_000 {
+            while total.report.moved < 3_000 {
                 let step = steps[(round % steps.len() as u64) as usize];
                 faults.fail_next(step, 1);
                 let frame = frames[(round as usize * 37) % frames.len()];
@@ -367,7 +375,7 @@ fn injected_failures_under_a_verifying_guest() {
                         }
                     })
                     .collect();
-                total.absorb(&m.migrate(&batch));
+                total.absorb(m.migrate_moves(&batch));
                 faults.fail_next(step, 0);
                 round += 1;
             }
@@ -375,21 +383,20 @@ fn injected_failures_under_a_verifying_guest() {
             total
         });
         assert!(
-            o.total.aborted >= 100,
+            o.total.report.aborted >= 100,
             "each injection aborted moves: {}",
-            o.total.aborted
+            o.total.report.aborted
         );
-        let mut expected = vec![
-            "reservation failed (injected)",
-            "copy failed (injected)",
-            "remap failed (injected)",
-        ];
+        let mut expected = vec![MoveStep::Reserve, MoveStep::Copy, MoveStep::Remap];
         if shape.slow_file {
-            expected.push("write stop failed (injected)");
+            expected.push(MoveStep::Hold);
         }
         for what in expected {
             assert!(
-                o.total.errors.iter().any(|e| e.contains(what)),
+                o.total
+                    .failed
+                    .iter()
+                    .any(|e| e.step == what && matches!(e.source, StepError::Injected)),
                 "{kind:?}: {what}"
             );
         }

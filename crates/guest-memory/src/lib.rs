@@ -57,7 +57,10 @@ pub use host::{
 pub use host_tiers::{HostTiersError, memory_nodes_fastest_first};
 pub use layout::{HIGH_RAM_START, MMIO_HOLE_START, RamRegion, ram_regions};
 pub use ledger::LedgerError;
-pub use migrate::{BatchReport, Migrator, Move};
+pub use migrate::{
+    Batch, BatchOutcome, BatchReport, Exchange, Migrator, Move, MoveError, MoveStep, MovedFrame,
+    StepError,
+};
 pub use numa_check::NodeCounts;
 pub use placement::{Location, PlacementError, PlacementMap, PlacementSnapshot};
 pub use policy::{Placement, PlacementParseError};

@@ -1,5 +1,6 @@
 //! Coalescing of frames into mapping runs: consecutive frames on the same
-//! tier in consecutive slots are mapped with one `mmap` call.
+//! tier in consecutive slots are mapped with one `mmap` call (when guest
+//! RAM is mapped, and when the remap migrator maps moved frames).
 
 use crate::placement::Location;
 
@@ -16,10 +17,27 @@ pub(crate) struct Run {
 
 /// Splits `locations` (one per consecutive frame) into maximal runs.
 pub(crate) fn runs(locations: &[Location]) -> Vec<Run> {
+    let frames: Vec<(usize, Location)> = locations.iter().copied().enumerate().collect();
+    runs_where(&frames, |_, _| true)
+}
+
+/// Splits `frames` (`(frame, location)`, in frame order) into maximal runs
+/// of consecutive frames in consecutive slots of one tier for which
+/// `joins(first frame, frame count)` also holds (the frames' host range
+/// is contiguous, say).
+pub(crate) fn runs_where(
+    frames: &[(usize, Location)],
+    joins: impl Fn(usize, usize) -> bool,
+) -> Vec<Run> {
     let mut out: Vec<Run> = Vec::new();
-    for (i, loc) in locations.iter().enumerate() {
+    for (i, &(frame, loc)) in frames.iter().enumerate() {
         if let Some(run) = out.last_mut() {
-            if run.start.tier == loc.tier && run.start.slot + run.count == loc.slot {
+            let first = frames[run.first].0;
+            if frame == first + run.count
+                && run.start.tier == loc.tier
+                && run.start.slot + run.count == loc.slot
+                && joins(first, run.count + 1)
+            {
                 run.count += 1;
                 continue;
             }
@@ -27,7 +45,7 @@ pub(crate) fn runs(locations: &[Location]) -> Vec<Run> {
         out.push(Run {
             first: i,
             count: 1,
-            start: *loc,
+            start: loc,
         });
     }
     out

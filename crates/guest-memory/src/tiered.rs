@@ -185,6 +185,13 @@ impl TieredMemory {
         self.ledger().reserved(tier)
     }
 
+    /// Slots of `tier` (within its quota) that neither back a frame nor
+    /// are reserved: how many frames could move in now.
+    pub fn free_slots(&self, tier: usize) -> usize {
+        let ledger = self.ledger();
+        ledger.quota(tier).saturating_sub(ledger.allocated(tier))
+    }
+
     /// Reserves one free slot of `tier` as a migration destination.
     pub fn reserve_slot(&self, tier: usize) -> Result<Location, Error> {
         Ok(self.ledger().reserve(tier, 1)?[0])

@@ -252,14 +252,14 @@ pub fn run(r: &Run) -> Outcome {
             s.spawn(move || {
                 let mut rng = 0x1234_5678_9abc_def1u64;
                 while !done.load(Ordering::Relaxed) {
-                    let report = m.migrate(&random_moves(mem, &mut rng, r.batch));
+                    let outcome = m.migrate_moves(&random_moves(mem, &mut rng, r.batch));
                     if let Some(truth) = state.ground_truth().last() {
                         let mut per_phase = per_phase.lock().unwrap();
                         let phase = truth.phase as usize;
                         if per_phase.len() <= phase {
                             per_phase.resize(phase + 1, 0);
                         }
-                        per_phase[phase] += report.moved;
+                        per_phase[phase] += outcome.report.moved;
                     }
                     std::thread::sleep(r.move_every);
                 }

@@ -6,21 +6,18 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use guest_memory::{BatchReport, Migrator, Move, TieredMemory};
+use guest_memory::{BatchReport, Migrator, Move, MoveError, TieredMemory};
 
 use crate::rng::SplitMix64;
 
-/// Errors reported with at most this many of the migrator's lines.
-const ERROR_LINES: usize = 3;
-
 /// Why a batch failed.
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[derive(Debug, Clone, Error)]
 pub enum BatchError {
     /// The placement map does not know a frame.
     #[error("frame {0} has no place in the placement map")]
     Unplaced(usize),
     /// The migrator did not move every frame of the batch.
-    #[error("batch of {requested}: {moved} moved, {aborted} aborted, {skipped} skipped: {errors}")]
+    #[error("batch of {requested}: {moved} moved, {aborted} aborted, {skipped} skipped")]
     Incomplete {
         /// Moves asked for.
         requested: usize,
@@ -30,8 +27,9 @@ pub enum BatchError {
         aborted: usize,
         /// Moves skipped.
         skipped: usize,
-        /// The migrator's first error lines.
-        errors: String,
+        /// The migrator's first error.
+        #[source]
+        first: Option<MoveError>,
     },
 }
 
@@ -47,21 +45,16 @@ pub struct Timed {
 /// Migrates `moves` and checks that every frame moved.
 pub fn run_batch(migrator: &dyn Migrator, moves: &[Move]) -> Result<Timed, BatchError> {
     let started = Instant::now();
-    let report = migrator.migrate(moves);
+    let outcome = migrator.migrate_moves(moves);
     let wall = started.elapsed();
+    let report = outcome.report;
     if report.moved != moves.len() || report.aborted > 0 {
         return Err(BatchError::Incomplete {
             requested: moves.len(),
             moved: report.moved,
             aborted: report.aborted,
             skipped: report.skipped,
-            errors: report
-                .errors
-                .iter()
-                .take(ERROR_LINES)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("; "),
+            first: outcome.failed.into_iter().next(),
         });
     }
     Ok(Timed { report, wall })
@@ -187,8 +180,18 @@ mod tests {
             ),
             "{err}"
         );
-        assert!(err.to_string().contains("no such frame or tier"), "{err}");
-        assert_eq!(flip(&memory, 1 << 20), Err(BatchError::Unplaced(1 << 20)));
+        assert!(
+            matches!(
+                &err,
+                BatchError::Incomplete { first: Some(e), .. }
+                    if matches!(e.source, guest_memory::StepError::NoSuchTier(7))
+            ),
+            "{err:?}"
+        );
+        assert!(matches!(
+            flip(&memory, 1 << 20),
+            Err(BatchError::Unplaced(f)) if f == 1 << 20
+        ));
     }
 
     #[test]

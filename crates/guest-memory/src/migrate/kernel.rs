@@ -31,14 +31,19 @@ use std::time::Instant;
 
 use thiserror::Error;
 
+use super::Migrator;
+use super::batch::Batch;
 use super::faults::{FaultInjection, Step};
 use super::kernel_pages::{FrameJob, PageCounts, PageMover};
 use super::kernel_plan::{self, PlannedMove};
-use super::{BatchReport, Migrator, Move};
+use super::outcome::{BatchOutcome, MoveError, MoveStep, StepError};
 use crate::backing::Backing;
 use crate::move_pages::page_size;
 use crate::shared_numa::{FileWindow, bind_range};
 use crate::tiered::TieredMemory;
+
+/// Why a planned move failed: the step and its cause.
+type Failure = (MoveStep, StepError);
 
 /// Where a batch stands, per planned move.
 #[derive(Debug)]
@@ -129,31 +134,35 @@ impl KernelMigrator {
 
     /// Moves what it can of `batch` (see the module docs) and reports it,
     /// with what happened to the pages.
-    pub fn migrate_pages(&self, batch: &[Move]) -> (BatchReport, PageCounts) {
+    pub fn migrate_pages(&self, batch: &Batch) -> (BatchOutcome, PageCounts) {
         let mut totals = self.serial.lock().unwrap_or_else(PoisonError::into_inner);
         let started = Instant::now();
-        let mut report = BatchReport {
-            requested: batch.len(),
-            ..BatchReport::default()
-        };
+        let mut out = BatchOutcome::new(batch.frames());
         let plan = {
             let mut ledger = self.memory.ledger();
             kernel_plan::plan(&mut ledger, batch, &self.faults, &|t| self.tier_name(t))
         };
-        report.skipped = plan.skipped;
-        report.aborted = plan.refused.len();
-        report.errors = plan.refused;
-        let (ok, counts) = self.run(&plan.moves, &mut report);
-        self.finish(&plan.moves, &ok, &mut report);
-        report.exchanged = kernel_plan::exchanged(&plan.moves, &ok);
-        report.bytes = (counts.moved + counts.rolled_back) * page_size() as u64;
-        report.total = started.elapsed();
+        out.report.skipped = plan.skipped;
+        for refused in plan.refused {
+            out.record_failed(refused);
+        }
+        let mut why = vec![None; plan.moves.len()];
+        let (ok, counts) = self.run(&plan.moves, &mut why, &mut out);
+        self.finish(&plan.moves, &ok, why, &mut out);
+        out.report.bytes = (counts.moved + counts.rolled_back) * page_size() as u64;
+        out.report.total = started.elapsed();
         totals.absorb(&counts);
-        (report, counts)
+        (out, counts)
     }
 
     /// Sets policies and moves pages; returns per move whether it moved.
-    fn run(&self, moves: &[PlannedMove], report: &mut BatchReport) -> (Vec<bool>, PageCounts) {
+    /// `why` gets each failed move's first cause.
+    fn run(
+        &self,
+        moves: &[PlannedMove],
+        why: &mut [Option<Failure>],
+        out: &mut BatchOutcome,
+    ) -> (Vec<bool>, PageCounts) {
         let (Some(first), Some(last)) = (
             moves.iter().map(|m| m.frame).min(),
             moves.iter().map(|m| m.frame).max(),
@@ -167,44 +176,50 @@ impl KernelMigrator {
         let window = match FileWindow::open(fd, first as u64 * fs, (last - first + 1) as u64 * fs) {
             Ok(window) => window,
             Err(err) => {
-                report.errors.push(format!("batch not moved: {err}"));
+                let err = StepError::memory(err.into());
+                for w in why.iter_mut() {
+                    *w = Some((MoveStep::MovePages, err.clone()));
+                }
                 return (vec![false; moves.len()], PageCounts::default());
             }
         };
-        let mut progress = self.set_policies(moves, report);
+        let mut progress = self.set_policies(moves, why, out);
         let copying = Instant::now();
-        self.move_pages(moves, &mut progress, &window, report);
+        self.move_pages(moves, &mut progress, &window, why, out);
         let before = progress.ok.clone();
         kernel_plan::settle(moves, &mut progress.ok);
         for (i, m) in moves.iter().enumerate() {
             if before[i] && !progress.ok[i] {
                 let partner = m.depends_on.map_or(0, |c| moves[c].frame);
-                report.errors.push(format!(
-                    "{}: aborted with frame {partner}, whose move it depended on",
-                    self.describe(m)
-                ));
+                why[i] = Some((MoveStep::MovePages, StepError::PartnerFailed(partner)));
             }
         }
-        report.copy += copying.elapsed();
-        self.roll_back(moves, &mut progress, &window, report);
+        out.report.copy += copying.elapsed();
+        self.roll_back(moves, &mut progress, &window, out);
         (progress.ok, progress.counts)
     }
 
     /// Binds each move's frame range to its destination node.
-    fn set_policies(&self, moves: &[PlannedMove], report: &mut BatchReport) -> Progress {
+    fn set_policies(
+        &self,
+        moves: &[PlannedMove],
+        why: &mut [Option<Failure>],
+        out: &mut BatchOutcome,
+    ) -> Progress {
         let started = Instant::now();
         let ok: Vec<bool> = moves
             .iter()
-            .map(|m| match self.set_policy(m.frame, m.to.tier) {
+            .zip(why.iter_mut())
+            .map(|(m, why)| match self.set_policy(m.frame, m.to.tier) {
                 Ok(()) => true,
-                Err(why) => {
-                    report.errors.push(why);
+                Err(e) => {
+                    *why = Some((MoveStep::Remap, e));
                     false
                 }
             })
             .collect();
         let jobs = (0..moves.len()).filter(|i| ok[*i]).collect();
-        report.remap += started.elapsed();
+        out.report.remap += started.elapsed();
         Progress {
             policy_set: ok.clone(),
             ok,
@@ -219,26 +234,37 @@ impl KernelMigrator {
         moves: &[PlannedMove],
         progress: &mut Progress,
         window: &FileWindow,
-        report: &mut BatchReport,
+        why: &mut [Option<Failure>],
+        out: &mut BatchOutcome,
     ) {
         let jobs: Vec<FrameJob> = progress.jobs.iter().map(|i| self.job(&moves[*i])).collect();
         let fs = self.memory.frame_size() as usize;
         let outcome = self.mover.move_frames(&jobs, fs, window);
+        // The page work's errors say why pages stayed behind: the first
+        // one is each failed frame's cause, all of them are warnings.
+        let cause = outcome
+            .errors
+            .first()
+            .cloned()
+            .map_or(StepError::PagesStayed, StepError::Pages);
         for (i, job_ok) in progress.jobs.iter().zip(&outcome.ok) {
-            let m = &moves[*i];
             if !job_ok {
                 progress.ok[*i] = false;
-                report
-                    .errors
-                    .push(format!("{}: pages stayed behind", self.describe(m)));
+                why[*i] = Some((MoveStep::MovePages, cause.clone()));
             } else if self.faults.should_fail(Step::Copy) {
                 progress.ok[*i] = false;
-                report
-                    .errors
-                    .push(format!("{}: page move failed (injected)", self.describe(m)));
+                why[*i] = Some((MoveStep::MovePages, StepError::Injected));
             }
         }
-        report.errors.extend(outcome.errors);
+        let range = batch_range(moves);
+        for e in outcome.errors {
+            out.warnings.push(MoveError {
+                frames: range.clone(),
+                to_tier: moves[0].to.tier,
+                step: MoveStep::MovePages,
+                source: StepError::Pages(e),
+            });
+        }
         let counts = outcome.counts;
         if !counts.failed_by_status.is_empty() {
             let by_status: Vec<String> = counts
@@ -246,11 +272,15 @@ impl KernelMigrator {
                 .iter()
                 .map(|(status, n)| format!("{status} x{n}"))
                 .collect();
-            report.errors.push(format!(
-                "{} pages not moved after one retry ({})",
-                counts.failed,
-                by_status.join(", ")
-            ));
+            out.warnings.push(MoveError {
+                frames: range,
+                to_tier: moves[0].to.tier,
+                step: MoveStep::MovePages,
+                source: StepError::PagesNotMoved {
+                    failed: counts.failed,
+                    by_status: by_status.join(", "),
+                },
+            });
         }
         progress.counts = counts;
     }
@@ -261,60 +291,77 @@ impl KernelMigrator {
         moves: &[PlannedMove],
         progress: &mut Progress,
         window: &FileWindow,
-        report: &mut BatchReport,
+        out: &mut BatchOutcome,
     ) {
         let policies = Instant::now();
         for (i, m) in moves.iter().enumerate() {
             if progress.policy_set[i] && !progress.ok[i] {
-                if let Err(why) = self.set_policy(m.frame, m.from.tier) {
-                    report.errors.push(format!("rollback: {why}"));
+                if let Err(e) = self.set_policy(m.frame, m.from.tier) {
+                    out.warnings
+                        .push(MoveError::frame(m.frame, m.to.tier, MoveStep::Rollback, e));
                 }
             }
         }
-        report.remap += policies.elapsed();
+        out.report.remap += policies.elapsed();
         let copying = Instant::now();
         let jobs: Vec<FrameJob> = progress.jobs.iter().map(|i| self.job(&moves[*i])).collect();
         let keep: Vec<bool> = progress.jobs.iter().map(|i| progress.ok[*i]).collect();
         let fs = self.memory.frame_size() as usize;
-        let (back, stuck) = self
-            .mover
-            .move_back(&jobs, &keep, fs, window, &mut report.errors);
+        let mut errors = Vec::new();
+        let (back, stuck) = self.mover.move_back(&jobs, &keep, fs, window, &mut errors);
         progress.counts.rolled_back = back;
         progress.counts.stuck = stuck;
+        let range = batch_range(moves);
+        let to_tier = moves[0].to.tier;
+        let rollback = |source| MoveError {
+            frames: range.clone(),
+            to_tier,
+            step: MoveStep::Rollback,
+            source,
+        };
+        out.warnings
+            .extend(errors.into_iter().map(|e| rollback(StepError::Pages(e))));
         if stuck > 0 {
-            report.errors.push(format!(
-                "rollback: {stuck} pages of aborted frames stayed on the destination node"
-            ));
+            out.warnings.push(rollback(StepError::PagesStuck(stuck)));
         }
-        report.copy += copying.elapsed();
+        out.report.copy += copying.elapsed();
     }
 
-    /// Commits moved frames to the placement map and releases slots.
-    fn finish(&self, moves: &[PlannedMove], ok: &[bool], report: &mut BatchReport) {
+    /// Commits moved frames to the placement map and releases slots;
+    /// records each move's outcome.
+    fn finish(
+        &self,
+        moves: &[PlannedMove],
+        ok: &[bool],
+        why: Vec<Option<Failure>>,
+        out: &mut BatchOutcome,
+    ) {
+        let swapped = kernel_plan::exchanged(moves, ok);
         let mut ledger = self.memory.ledger();
-        for (m, moved) in moves.iter().zip(ok) {
+        for (((m, moved), why), &exchanged) in moves.iter().zip(ok).zip(why).zip(&swapped) {
             let result = if *moved {
                 ledger.commit_move(m.frame, m.from, m.to)
             } else {
                 ledger.release(m.to)
             };
-            match result {
-                Ok(()) if *moved => report.moved += 1,
-                Ok(()) => report.aborted += 1,
-                Err(err) => {
-                    report.aborted += 1;
-                    report
-                        .errors
-                        .push(format!("{}: ledger refused: {err}", self.describe(m)));
+            let failure = match result {
+                Ok(()) if *moved => {
+                    out.record_moved(m.frame, m.from.tier, m.to.tier, exchanged);
+                    continue;
                 }
-            }
+                Ok(()) => why.unwrap_or((MoveStep::MovePages, StepError::PagesStayed)),
+                Err(err) => (MoveStep::Commit, StepError::memory(err.into())),
+            };
+            out.record_failed(MoveError::frame(m.frame, m.to.tier, failure.0, failure.1));
         }
         for (m, moved) in moves.iter().zip(ok) {
             if *moved {
                 if let Err(err) = ledger.release(m.from) {
-                    report.errors.push(format!(
-                        "frame {}: source slot not released: {err}",
-                        m.frame
+                    out.warnings.push(MoveError::frame(
+                        m.frame,
+                        m.to.tier,
+                        MoveStep::Commit,
+                        StepError::memory(err.into()),
                     ));
                 }
             }
@@ -322,23 +369,14 @@ impl KernelMigrator {
     }
 
     /// Binds `frame`'s file range to `tier`'s node.
-    fn set_policy(&self, frame: usize, tier: usize) -> Result<(), String> {
+    fn set_policy(&self, frame: usize, tier: usize) -> Result<(), StepError> {
         let node = self.nodes[tier];
-        let target = || format!("frame {frame} -> tier '{}'", self.tier_name(tier));
         if self.faults.should_fail(Step::Remap) {
-            return Err(format!(
-                "{}: setting the numa policy failed (injected)",
-                target()
-            ));
+            return Err(StepError::Injected);
         }
         let fs = self.memory.frame_size();
         let fd = self.memory.tiers()[0].fd();
-        bind_range(fd, frame as u64 * fs, fs, node).map_err(|err| {
-            format!(
-                "{}: cannot set the numa policy to node {node}: {err}",
-                target()
-            )
-        })
+        bind_range(fd, frame as u64 * fs, fs, node).map_err(|err| StepError::os("mbind", err))
     }
 
     fn job(&self, m: &PlannedMove) -> FrameJob {
@@ -372,10 +410,14 @@ impl KernelMigrator {
             .get(tier)
             .map_or_else(|| format!("#{tier}"), |t| t.name().to_owned())
     }
+}
 
-    fn describe(&self, m: &PlannedMove) -> String {
-        format!("frame {} -> tier '{}'", m.frame, self.tier_name(m.to.tier))
-    }
+/// The frames from the batch's first to its last (page work is done for
+/// the batch as a whole).
+fn batch_range(moves: &[PlannedMove]) -> std::ops::Range<usize> {
+    let first = moves.iter().map(|m| m.frame).min().unwrap_or(0);
+    let last = moves.iter().map(|m| m.frame).max().unwrap_or(first);
+    first..last + 1
 }
 
 impl Migrator for KernelMigrator {
@@ -387,7 +429,11 @@ impl Migrator for KernelMigrator {
         Some(&self.faults)
     }
 
-    fn migrate(&self, batch: &[Move]) -> BatchReport {
+    fn memory(&self) -> &TieredMemory {
+        &self.memory
+    }
+
+    fn migrate(&self, batch: &Batch) -> BatchOutcome {
         self.migrate_pages(batch).0
     }
 }
@@ -396,6 +442,7 @@ impl Migrator for KernelMigrator {
 mod tests {
     use super::*;
     use crate::config::MemoryConfig;
+    use crate::migrate::{Move, PageError};
     use crate::size::MIB;
     use crate::tier::TierSpec;
 
@@ -435,18 +482,20 @@ mod tests {
         let mut migrator = KernelMigrator::new(Arc::clone(&memory)).unwrap();
         migrator.target_override = Some(4000);
         let before = memory.placement();
-        let (report, pages) = migrator.migrate_pages(&[Move {
-            frame: 0,
-            to_tier: 1,
-        }]);
-        assert_eq!((report.moved, report.aborted), (0, 1), "{report:?}");
+        let (out, pages) = migrator.migrate_pages(&Batch::from(
+            &[Move {
+                frame: 0,
+                to_tier: 1,
+            }][..],
+        ));
+        let report = &out.report;
+        assert_eq!((report.moved, report.aborted), (0, 1), "{out:?}");
         assert!(
-            report
-                .errors
-                .iter()
-                .any(|e| e.starts_with("move_pages to node [4000] failed")),
-            "{:?}",
-            report.errors
+            out.errors().any(|e| matches!(
+                &e.source,
+                StepError::Pages(PageError::MovePages { nodes, .. }) if nodes == &[4000]
+            )),
+            "{out:?}"
         );
         assert_eq!(pages.present, 512);
         assert_eq!(pages.failed, 512);
@@ -514,21 +563,28 @@ mod tests {
             let migrator = Arc::clone(&migrator);
             std::thread::spawn(move || {
                 has_cap_sys_nice(true);
-                migrator.migrate_pages(&[Move {
-                    frame: 1,
-                    to_tier: 1,
-                }])
+                migrator.migrate_pages(&Batch::from(
+                    &[Move {
+                        frame: 1,
+                        to_tier: 1,
+                    }][..],
+                ))
             })
         };
-        let (report, _) = worker.join().unwrap();
+        let (out, _) = worker.join().unwrap();
         assert!(!migrator.move_all());
-        assert_eq!(report.aborted, 1);
-        let call_errors: Vec<&String> = report
-            .errors
-            .iter()
-            .filter(|e| e.starts_with("move_pages"))
+        assert_eq!(out.report.aborted, 1);
+        // One failed call reported (the EPERM one was retried, not
+        // reported), with the node's error.
+        let mut calls: Vec<&std::io::Error> = out
+            .errors()
+            .filter_map(|e| match &e.source {
+                StepError::Pages(PageError::MovePages { source, .. }) => Some(&**source),
+                _ => None,
+            })
             .collect();
-        assert_eq!(call_errors.len(), 1, "{:?}", report.errors);
-        assert!(call_errors[0].contains("No such device"), "{call_errors:?}");
+        calls.dedup_by_key(|e| e.to_string());
+        assert_eq!(calls.len(), 1, "{out:?}");
+        assert_eq!(calls[0].raw_os_error(), Some(libc::ENODEV), "{calls:?}");
     }
 }

@@ -12,9 +12,12 @@
 //! range, no allocation) and moved through the window instead.
 
 use std::collections::BTreeMap;
+use std::io;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
+use thiserror::Error;
 
 use crate::move_pages::{
     self, MPOL_MF_MOVE, MPOL_MF_MOVE_ALL, NOT_ATTEMPTED, page_size, status_name,
@@ -67,6 +70,39 @@ impl PageCounts {
         self.rolled_back += other.rolled_back;
         self.stuck += other.stuck;
     }
+}
+
+/// A page operation of a batch that failed; the frames it concerned are
+/// not moved (or, moving back, stay where they are).
+#[derive(Clone, Debug, Error)]
+pub enum PageError {
+    /// A `move_pages` call failed as a whole.
+    #[error("move_pages to node {nodes:?} failed")]
+    MovePages {
+        /// The target nodes of the call.
+        nodes: Vec<i32>,
+        /// What the kernel said.
+        #[source]
+        source: Arc<io::Error>,
+    },
+    /// `mincore` on a frame failed.
+    #[error("mincore failed")]
+    Mincore(#[source] Arc<io::Error>),
+    /// A page's location came back as an error status.
+    #[error("cannot locate guest pages: {0}")]
+    Locate(String),
+    /// Resident pages could not be mapped in the batch's window.
+    #[error("cannot map resident pages")]
+    MapResident(#[source] Arc<io::Error>),
+    /// Asking where pages are failed.
+    #[error("cannot ask where pages are ({what})")]
+    Query {
+        /// Which pages ("guest range", "window", "after moving").
+        what: &'static str,
+        /// What the kernel said.
+        #[source]
+        source: Arc<io::Error>,
+    },
 }
 
 /// One frame to move: where its pages are and where they go.
@@ -139,7 +175,7 @@ pub(crate) struct PageOutcome {
     /// Counters.
     pub counts: PageCounts,
     /// Problems worth a line in the report.
-    pub errors: Vec<String>,
+    pub errors: Vec<PageError>,
 }
 
 impl PageMover {
@@ -203,7 +239,7 @@ impl PageMover {
         keep: &[bool],
         frame_size: usize,
         window: &FileWindow,
-        errors: &mut Vec<String>,
+        errors: &mut Vec<PageError>,
     ) -> (u64, u64) {
         // A job whose home is its target (tiers sharing a node) has nothing
         // to move back.
@@ -234,7 +270,7 @@ impl PageMover {
     }
 
     /// One `move_pages` attempt for `pages` (chunked), statuses updated.
-    fn attempt(&self, pages: &mut [Page], jobs: &[FrameJob], errors: &mut Vec<String>) {
+    fn attempt(&self, pages: &mut [Page], jobs: &[FrameJob], errors: &mut Vec<PageError>) {
         for chunk in pages.chunks_mut(CHUNK_PAGES) {
             let addrs: Vec<usize> = chunk.iter().map(|p| p.addr).collect();
             let nodes: Vec<i32> = chunk.iter().map(|p| jobs[p.job].target).collect();
@@ -252,7 +288,10 @@ impl PageMover {
                 targets.dedup();
                 note(
                     errors,
-                    format!("move_pages to node {targets:?} failed: {err}"),
+                    PageError::MovePages {
+                        nodes: targets,
+                        source: Arc::new(err),
+                    },
                 );
             }
             for (page, status) in chunk.iter_mut().zip(status) {
@@ -271,10 +310,12 @@ impl PageMover {
     }
 }
 
-/// Adds `line` to `errors` unless it is there already.
-fn note(errors: &mut Vec<String>, line: String) {
-    if !errors.contains(&line) {
-        errors.push(line);
+/// Adds `error` to `errors` unless one that reads the same is there.
+fn note(errors: &mut Vec<PageError>, error: PageError) {
+    use std::error::Error as _;
+    let text = |e: &PageError| (e.to_string(), e.source().map(ToString::to_string));
+    if !errors.iter().any(|e| text(e) == text(&error)) {
+        errors.push(error);
     }
 }
 
@@ -310,7 +351,7 @@ fn find_resident(
         let unmapped = frame.iter().any(|p| p.status == -libc::ENOENT);
         if unmapped {
             if let Err(err) = move_pages::resident(jobs[job].host, frame_size, &mut in_cache) {
-                note(&mut out.errors, format!("mincore failed: {err}"));
+                note(&mut out.errors, PageError::Mincore(Arc::new(err)));
                 out.ok[job] = false;
                 continue;
             }
@@ -328,10 +369,7 @@ fn find_resident(
                 }
                 s if s == -libc::ENOENT => out.counts.not_present += 1,
                 s => {
-                    note(
-                        &mut out.errors,
-                        format!("cannot locate guest pages: {}", status_name(s)),
-                    );
+                    note(&mut out.errors, PageError::Locate(status_name(s)));
                     out.ok[job] = false;
                 }
             }
@@ -341,7 +379,7 @@ fn find_resident(
         }
         for (start, len) in address_runs(&hidden, ps) {
             if let Err(err) = move_pages::populate_read(start, len) {
-                note(&mut out.errors, format!("cannot map resident pages: {err}"));
+                note(&mut out.errors, PageError::MapResident(Arc::new(err)));
                 out.ok[job] = false;
             }
         }
@@ -375,14 +413,17 @@ fn address_runs(pages: &[Page], ps: usize) -> Vec<(usize, usize)> {
 
 /// Fills each page's status with where it is (chunked queries); a failed
 /// query marks the pages' frames failed.
-fn query_pages(pages: &mut [Page], out: &mut PageOutcome, what: &str) {
+fn query_pages(pages: &mut [Page], out: &mut PageOutcome, what: &'static str) {
     for chunk in pages.chunks_mut(CHUNK_PAGES) {
         let addrs: Vec<usize> = chunk.iter().map(|p| p.addr).collect();
         let mut status = vec![NOT_ATTEMPTED; chunk.len()];
         if let Err(err) = move_pages::query(&addrs, &mut status) {
             note(
                 &mut out.errors,
-                format!("cannot ask where pages are ({what}): {err}"),
+                PageError::Query {
+                    what,
+                    source: Arc::new(err),
+                },
             );
             for page in chunk.iter() {
                 out.ok[page.job] = false;
@@ -400,7 +441,7 @@ fn query_pages(pages: &mut [Page], out: &mut PageOutcome, what: &str) {
 fn settle_unknown(
     pages: Vec<Page>,
     jobs: &[FrameJob],
-    errors: &mut Vec<String>,
+    errors: &mut Vec<PageError>,
 ) -> Vec<(Page, i32)> {
     let unresolved: Vec<Page> = pages
         .iter()

@@ -1,13 +1,16 @@
 //! Planning a kernel-migrator batch against the (fixed) ledger: which moves
 //! are skipped (no-op, frame named twice), which get their destination
 //! reserved within the tier's quota, which go over a full tier's quota
-//! because another move of the batch leaves that tier (an exchange: the
-//! move then depends on the other one), and which are refused, with why.
+//! because another move of the batch leaves that tier (the move then
+//! depends on the other one), which exchanges reserve both destinations
+//! over quota (each half depends on the other), and which are refused,
+//! with why.
 
 use std::collections::HashSet;
 
-use super::Move;
+use super::batch::{Batch, Exchange, Move};
 use super::faults::{FaultInjection, Step};
+use super::outcome::{MoveError, MoveStep, StepError};
 use crate::ledger::{Ledger, LedgerError};
 use crate::placement::Location;
 
@@ -32,56 +35,27 @@ pub(crate) struct BatchPlan {
     pub moves: Vec<PlannedMove>,
     /// Moves skipped (already on the tier, or the frame named before).
     pub skipped: usize,
-    /// Refused moves, one line each.
-    pub refused: Vec<String>,
-}
-
-/// A move that found its destination tier full.
-#[derive(Clone, Copy, Debug)]
-struct Blocked {
-    frame: usize,
-    from: Location,
-    to_tier: usize,
+    /// Refused moves, with why.
+    pub refused: Vec<MoveError>,
 }
 
 /// Plans `batch`, reserving destinations in `ledger`. `name` gives a tier's
 /// name for messages.
 pub(crate) fn plan(
     ledger: &mut Ledger,
-    batch: &[Move],
+    batch: &Batch,
     faults: &FaultInjection,
     name: &dyn Fn(usize) -> String,
 ) -> BatchPlan {
     let mut plan = BatchPlan::default();
     let mut seen = HashSet::new();
     let mut blocked = Vec::new();
-    let tier_count = ledger.map().tier_count();
-    for m in batch {
-        if !seen.insert(m.frame) {
-            plan.skipped += 1;
-            continue;
-        }
-        let Some(from) = ledger.map().location(m.frame) else {
-            plan.refused.push(format!(
-                "frame {}: no such frame (memory has {})",
-                m.frame,
-                ledger.map().frame_count()
-            ));
+    for &m in batch.moves() {
+        let Some(from) = check(ledger, &mut plan, &mut seen, m) else {
             continue;
         };
-        if m.to_tier >= tier_count {
-            plan.refused
-                .push(format!("frame {}: no tier {}", m.frame, m.to_tier));
-            continue;
-        }
-        if from.tier == m.to_tier {
-            plan.skipped += 1;
-            continue;
-        }
-        let target = || format!("frame {} -> tier '{}'", m.frame, name(m.to_tier));
         if faults.should_fail(Step::Reserve) {
-            plan.refused
-                .push(format!("{}: reservation failed (injected)", target()));
+            refuse(&mut plan, m, MoveStep::Reserve, StepError::Injected);
             continue;
         }
         match ledger.reserve_frame(m.frame, m.to_tier, false) {
@@ -91,97 +65,165 @@ pub(crate) fn plan(
                 to,
                 depends_on: None,
             }),
-            Err(LedgerError::TierFull { .. }) => blocked.push(Blocked {
-                frame: m.frame,
-                from,
-                to_tier: m.to_tier,
-            }),
-            Err(err) => plan.refused.push(format!("{}: {err}", target())),
+            Err(LedgerError::TierFull { .. }) => blocked.push((m, from)),
+            Err(err) => refuse(&mut plan, m, MoveStep::Reserve, ledger_error(err)),
         }
     }
     place_blocked(ledger, &mut plan, &blocked, name);
+    for &x in batch.exchanges() {
+        plan_exchange(ledger, &mut plan, &mut seen, x, faults, name);
+    }
     plan
 }
 
-/// Gives each blocked move the room of a move leaving its destination
-/// tier: one already planned, or a blocked move going the other way (both
-/// then depend on each other). The rest are refused.
+/// Checks `m` against the memory; returns where its frame is when it is
+/// a move to make (not refused, not skipped).
+fn check(
+    ledger: &Ledger,
+    plan: &mut BatchPlan,
+    seen: &mut HashSet<usize>,
+    m: Move,
+) -> Option<Location> {
+    if !seen.insert(m.frame) {
+        plan.skipped += 1;
+        return None;
+    }
+    let Some(from) = ledger.map().location(m.frame) else {
+        let frames = ledger.map().frame_count();
+        refuse(plan, m, MoveStep::Check, StepError::NoSuchFrame { frames });
+        return None;
+    };
+    if m.to_tier >= ledger.map().tier_count() {
+        refuse(plan, m, MoveStep::Check, StepError::NoSuchTier(m.to_tier));
+        return None;
+    }
+    if from.tier == m.to_tier {
+        plan.skipped += 1;
+        return None;
+    }
+    Some(from)
+}
+
+fn refuse(plan: &mut BatchPlan, m: Move, step: MoveStep, source: StepError) {
+    plan.refused
+        .push(MoveError::frame(m.frame, m.to_tier, step, source));
+}
+
+fn ledger_error(err: LedgerError) -> StepError {
+    StepError::memory(crate::error::Error::from(err))
+}
+
+/// Gives each blocked move the room of a planned move leaving its
+/// destination tier; the rest are refused.
 fn place_blocked(
     ledger: &mut Ledger,
     plan: &mut BatchPlan,
-    blocked: &[Blocked],
+    blocked: &[(Move, Location)],
     name: &dyn Fn(usize) -> String,
 ) {
     let mut creditor = vec![false; plan.moves.len()];
-    let mut done = vec![false; blocked.len()];
-    for i in 0..blocked.len() {
-        if done[i] {
-            continue;
-        }
-        done[i] = true;
-        let b = blocked[i];
+    for &(m, _) in blocked {
         let leaving =
-            (0..plan.moves.len()).find(|&c| !creditor[c] && plan.moves[c].from.tier == b.to_tier);
-        if let Some(c) = leaving {
-            if let Some(index) = reserve_over(ledger, plan, b, Some(c), name) {
-                creditor[c] = true;
-                creditor.push(false);
-                debug_assert_eq!(creditor.len(), index + 1);
-            }
-            continue;
-        }
-        let partner = (i + 1..blocked.len()).find(|&j| {
-            !done[j] && blocked[j].from.tier == b.to_tier && blocked[j].to_tier == b.from.tier
-        });
-        let Some(j) = partner else {
-            let tier = b.to_tier;
-            plan.refused.push(format!(
-                "frame {} -> tier '{}': tier full (quota {} frames, {} in use or reserved)",
-                b.frame,
-                name(tier),
-                ledger.quota(tier),
-                ledger.allocated(tier)
-            ));
+            (0..plan.moves.len()).find(|&c| !creditor[c] && plan.moves[c].from.tier == m.to_tier);
+        let Some(c) = leaving else {
+            let tier = m.to_tier;
+            let full = StepError::TierFull {
+                tier: name(tier),
+                quota: ledger.quota(tier),
+            };
+            refuse(plan, m, MoveStep::Reserve, full);
             continue;
         };
-        done[j] = true;
-        let Some(a) = reserve_over(ledger, plan, b, None, name) else {
-            plan.refused.push(format!(
-                "frame {}: exchange partner of frame {} not moved",
-                blocked[j].frame, b.frame
-            ));
-            continue;
-        };
-        match reserve_over(ledger, plan, blocked[j], Some(a), name) {
-            Some(p) => {
-                plan.moves[a].depends_on = Some(p);
-                creditor.extend([true, true]);
-            }
-            None => {
-                // Undo the first half: an exchange is both moves or none.
-                let undone = plan.moves.remove(a);
-                let _ = ledger.release(undone.to);
-                plan.refused.push(format!(
-                    "frame {}: exchange partner of frame {} not moved",
-                    b.frame, blocked[j].frame
-                ));
-            }
+        if reserve_over(ledger, plan, m, Some(c)).is_some() {
+            creditor[c] = true;
+            creditor.push(false);
         }
     }
 }
 
-/// Reserves `b`'s destination over quota; returns its index in the plan.
+/// Plans both halves of an exchange over quota, each depending on the
+/// other: both or neither.
+fn plan_exchange(
+    ledger: &mut Ledger,
+    plan: &mut BatchPlan,
+    seen: &mut HashSet<usize>,
+    x: Exchange,
+    faults: &FaultInjection,
+    name: &dyn Fn(usize) -> String,
+) {
+    let map = ledger.map();
+    let (Some(a_at), Some(b_at)) = (map.location(x.a), map.location(x.b)) else {
+        let frames = map.frame_count();
+        let bad = if map.location(x.a).is_none() {
+            x.a
+        } else {
+            x.b
+        };
+        let to_tier = map
+            .location(x.a)
+            .or(map.location(x.b))
+            .map_or(0, |l| l.tier);
+        plan.refused.push(MoveError::frame(
+            bad,
+            to_tier,
+            MoveStep::Check,
+            StepError::NoSuchFrame { frames },
+        ));
+        return;
+    };
+    let a = Move {
+        frame: x.a,
+        to_tier: b_at.tier,
+    };
+    let b = Move {
+        frame: x.b,
+        to_tier: a_at.tier,
+    };
+    if a_at.tier == b_at.tier {
+        let same = StepError::SameTier {
+            a: x.a,
+            b: x.b,
+            tier: name(a_at.tier),
+        };
+        refuse(plan, a, MoveStep::Check, same.clone());
+        refuse(plan, b, MoveStep::Check, same);
+        return;
+    }
+    if !seen.insert(x.a) || !seen.insert(x.b) {
+        plan.skipped += 2;
+        return;
+    }
+    if faults.should_fail(Step::Reserve) {
+        refuse(plan, a, MoveStep::Reserve, StepError::Injected);
+        refuse(plan, b, MoveStep::Reserve, StepError::PartnerFailed(x.a));
+        return;
+    }
+    let Some(first) = reserve_over(ledger, plan, a, None) else {
+        refuse(plan, b, MoveStep::Reserve, StepError::PartnerFailed(x.a));
+        return;
+    };
+    match reserve_over(ledger, plan, b, Some(first)) {
+        Some(second) => plan.moves[first].depends_on = Some(second),
+        None => {
+            // Undo the first half: an exchange is both moves or none.
+            let undone = plan.moves.remove(first);
+            let _ = ledger.release(undone.to);
+            refuse(plan, a, MoveStep::Reserve, StepError::PartnerFailed(x.b));
+        }
+    }
+}
+
+/// Reserves `m`'s destination over quota; returns its index in the plan.
 fn reserve_over(
     ledger: &mut Ledger,
     plan: &mut BatchPlan,
-    b: Blocked,
+    m: Move,
     depends_on: Option<usize>,
-    name: &dyn Fn(usize) -> String,
 ) -> Option<usize> {
-    match ledger.reserve_frame(b.frame, b.to_tier, true) {
+    match ledger.reserve_frame(m.frame, m.to_tier, true) {
         Ok((from, to)) => {
             plan.moves.push(PlannedMove {
-                frame: b.frame,
+                frame: m.frame,
                 from,
                 to,
                 depends_on,
@@ -189,11 +231,7 @@ fn reserve_over(
             Some(plan.moves.len() - 1)
         }
         Err(err) => {
-            plan.refused.push(format!(
-                "frame {} -> tier '{}': {err}",
-                b.frame,
-                name(b.to_tier)
-            ));
+            refuse(plan, m, MoveStep::Reserve, ledger_error(err));
             None
         }
     }
@@ -218,9 +256,9 @@ pub(crate) fn settle(moves: &[PlannedMove], ok: &mut [bool]) {
     }
 }
 
-/// Moves that moved as part of an exchange: those that depend on another
-/// one that moved, and their creditors.
-pub(crate) fn exchanged(moves: &[PlannedMove], ok: &[bool]) -> usize {
+/// Per move, whether it moved as part of an exchange: it depends on
+/// another one that moved, or one that moved depends on it.
+pub(crate) fn exchanged(moves: &[PlannedMove], ok: &[bool]) -> Vec<bool> {
     let mut swapped = vec![false; moves.len()];
     for (i, m) in moves.iter().enumerate() {
         if let Some(c) = m.depends_on {
@@ -230,7 +268,7 @@ pub(crate) fn exchanged(moves: &[PlannedMove], ok: &[bool]) -> usize {
             }
         }
     }
-    swapped.iter().filter(|s| **s).count()
+    swapped
 }
 
 #[cfg(test)]
@@ -246,7 +284,16 @@ mod tests {
     }
 
     fn run(ledger: &mut Ledger, batch: &[Move]) -> BatchPlan {
-        plan(ledger, batch, &FaultInjection::default(), &name)
+        plan(
+            ledger,
+            &Batch::from(batch),
+            &FaultInjection::default(),
+            &name,
+        )
+    }
+
+    fn text(e: &MoveError) -> String {
+        format!("{e}: {}", e.source)
     }
 
     #[test]
@@ -260,11 +307,12 @@ mod tests {
         assert_eq!(p.skipped, 2);
         assert_eq!(p.moves.len(), 1);
         assert_eq!(p.moves[0].to, Location { tier: 0, slot: 2 });
+        let refused: Vec<String> = p.refused.iter().map(text).collect();
         assert_eq!(
-            p.refused,
+            refused,
             vec![
-                "frame 9: no such frame (memory has 4)".to_owned(),
-                "frame 1: no tier 7".to_owned()
+                "frame 9 -> tier 0: check failed: no such frame (memory has 4)".to_owned(),
+                "frame 1 -> tier 7: check failed: no tier 7".to_owned()
             ]
         );
         assert_eq!(ledger.reserved(0), 1);
@@ -275,9 +323,11 @@ mod tests {
         let mut ledger = Ledger::fixed(&[2, 3], &[0, 0, 1, 1]).unwrap();
         let p = run(&mut ledger, &[mv(2, 0)]);
         assert!(p.moves.is_empty());
-        assert_eq!(
-            p.refused,
-            vec!["frame 2 -> tier 'fast': tier full (quota 2 frames, 2 in use or reserved)"]
+        assert_eq!(p.refused.len(), 1);
+        assert!(
+            matches!(&p.refused[0].source, StepError::TierFull { tier, quota: 2 } if tier == "fast"),
+            "{:?}",
+            p.refused
         );
         assert_eq!(ledger.reserved(0), 0);
     }
@@ -296,24 +346,28 @@ mod tests {
         let mut ok = vec![false, true];
         settle(&p.moves, &mut ok);
         assert_eq!(ok, vec![false, false]);
-        assert_eq!(exchanged(&p.moves, &[true, true]), 2);
+        assert_eq!(exchanged(&p.moves, &[true, true]), vec![true, true]);
     }
 
     #[test]
     fn two_full_tiers_exchange_both_ways() {
         let mut ledger = Ledger::fixed(&[2, 2], &[0, 0, 1, 1]).unwrap();
-        let p = run(&mut ledger, &[mv(2, 0), mv(1, 1), mv(3, 0)]);
+        let mut batch = Batch::new();
+        batch.push_move(3, 0);
+        batch.push_exchange(2, 1);
+        let p = plan(&mut ledger, &batch, &FaultInjection::default(), &name);
         assert_eq!(p.moves.len(), 2);
         assert_eq!(p.moves[0].depends_on, Some(1));
         assert_eq!(p.moves[1].depends_on, Some(0));
         assert_eq!(p.refused.len(), 1, "{:?}", p.refused);
-        assert!(p.refused[0].starts_with("frame 3 -> tier 'fast': tier full"));
+        assert_eq!(p.refused[0].frames, 3..4);
+        assert!(matches!(p.refused[0].source, StepError::TierFull { .. }));
         let mut ok = vec![true, false];
         settle(&p.moves, &mut ok);
         assert_eq!(ok, vec![false, false]);
         let mut ok = vec![true, true];
         settle(&p.moves, &mut ok);
-        assert_eq!(exchanged(&p.moves, &ok), 2);
+        assert_eq!(exchanged(&p.moves, &ok), vec![true, true]);
     }
 
     #[test]
@@ -321,11 +375,16 @@ mod tests {
         let mut ledger = Ledger::fixed(&[4, 4], &[0, 0, 1, 1]).unwrap();
         let faults = FaultInjection::default();
         faults.fail_next(Step::Reserve, 1);
-        let p = plan(&mut ledger, &[mv(0, 1), mv(1, 1)], &faults, &name);
-        assert_eq!(
-            p.refused,
-            vec!["frame 0 -> tier 'slow': reservation failed (injected)"]
+        let p = plan(
+            &mut ledger,
+            &Batch::from(&[mv(0, 1), mv(1, 1)][..]),
+            &faults,
+            &name,
         );
+        assert_eq!(p.refused.len(), 1);
+        assert_eq!(p.refused[0].frames, 0..1);
+        assert_eq!(p.refused[0].step, MoveStep::Reserve);
+        assert!(matches!(p.refused[0].source, StepError::Injected));
         assert_eq!(p.moves.len(), 1);
     }
 }

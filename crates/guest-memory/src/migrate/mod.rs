@@ -1,13 +1,18 @@
 //! Live migration of guest frames between tiers (ARCHITECTURE §3).
 //!
-//! A [`Migrator`] takes a batch of [`Move`]s and returns a [`BatchReport`].
+//! A [`Migrator`] takes a [`Batch`] (plain moves and exchanges) and returns
+//! a [`BatchOutcome`]: each frame moved, each move failed with its step and
+//! cause, and the batch's counts and costs ([`BatchReport`]).
+//!
 //! Two families exist: the remap migrator (each tier its own backing
 //! object; userfaultfd write-protect → copy → `mmap(MAP_FIXED)` → wake,
 //! with a pre-copy variant and exchange; a VM-wide [`WriteStop`] instead
-//! of write-protection for tiers userfaultfd cannot register) and the kernel migrator (one
-//! backing object, tiers are host NUMA nodes, `move_pages(2)`). Every
-//! failure rolls back: a migration never loses a guest write.
+//! of write-protection for tiers userfaultfd cannot register) and the
+//! kernel migrator (one backing object, tiers are host NUMA nodes,
+//! `move_pages(2)`). Every failure rolls back: a migration never loses a
+//! guest write.
 
+mod batch;
 mod bounce;
 pub mod dirty;
 pub mod faults;
@@ -16,6 +21,7 @@ mod kernel;
 mod kernel_pages;
 mod kernel_plan;
 mod kind;
+mod outcome;
 pub mod remap;
 mod report;
 pub mod stop;
@@ -23,24 +29,19 @@ mod urgent;
 
 use std::fmt::Debug;
 
+use crate::tiered::TieredMemory;
+
+pub use batch::{Batch, Exchange, Move};
 pub use dirty::{CombinedDirty, DirtyError, DirtySource, GpaSpan, HostWriteLog};
 pub use faults::{FaultInjection, Step};
 pub use guard::{GuardError, GuardOptions, MinorFaultSink, WindowLock, WriteGuard};
 pub use kernel::{KernelError, KernelMigrator};
-pub use kernel_pages::PageCounts;
+pub use kernel_pages::{PageCounts, PageError};
 pub use kind::MigratorKind;
+pub use outcome::{BatchOutcome, MoveError, MoveStep, MovedFrame, StepError};
 pub use remap::{PrecopyConfig, RemapError, RemapMigrator};
 pub use report::BatchReport;
 pub use stop::{StopError, WriteStop};
-
-/// Move one frame to a tier.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Move {
-    /// Frame index.
-    pub frame: usize,
-    /// Destination tier index.
-    pub to_tier: usize,
-}
 
 /// Something that moves guest frames between tiers while the guest runs.
 ///
@@ -50,17 +51,28 @@ pub trait Migrator: Send + Sync + Debug {
     /// Short name ("remap", "remap-precopy", "kernel").
     fn name(&self) -> &str;
 
-    /// Moves what it can of `batch` and reports what happened. Moves to the
-    /// tier a frame is already on are skipped; a frame named twice is
-    /// moved once (the first move wins).
-    fn migrate(&self, batch: &[Move]) -> BatchReport;
+    /// The memory whose frames it moves.
+    fn memory(&self) -> &TieredMemory;
+
+    /// Moves what it can of `batch` and reports what became of each move.
+    /// Moves to the tier a frame is already on are skipped; a frame named
+    /// twice is moved once (the first move wins). Plain moves that find a
+    /// free destination go first; the others are retried once those have
+    /// left their slots; an exchange swaps its two frames.
+    fn migrate(&self, batch: &Batch) -> BatchOutcome;
+
+    /// Moves `moves`, letting [`Batch::pairing`] turn the moves that find
+    /// their destination full into exchanges.
+    fn migrate_moves(&self, moves: &[Move]) -> BatchOutcome {
+        self.migrate(&Batch::pairing(moves, self.memory()))
+    }
 
     /// Moves `frames` to tier `to_tier`.
-    fn migrate_frames(&self, frames: &[usize], to_tier: usize) -> BatchReport {
-        let batch: Vec<Move> = frames
-            .iter()
-            .map(|&frame| Move { frame, to_tier })
-            .collect();
+    fn migrate_frames(&self, frames: &[usize], to_tier: usize) -> BatchOutcome {
+        let mut batch = Batch::new();
+        for &frame in frames {
+            batch.push_move(frame, to_tier);
+        }
         self.migrate(&batch)
     }
 

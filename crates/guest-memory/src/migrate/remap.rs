@@ -38,14 +38,17 @@ use std::time::{Duration, Instant};
 use page_copy::{CopyEngine, CopyRange};
 use thiserror::Error;
 
+use super::Migrator;
+use super::batch::{Batch, Move};
 use super::bounce::BounceArea;
-use super::dirty::{DirtySource, GpaSpan, PAGE_SIZE};
+use super::dirty::{DirtyError, DirtySource, GpaSpan, PAGE_SIZE};
 use super::faults::{FaultInjection, Step, WRITE_WAIT_LIMIT};
 use super::guard::WriteGuard;
+use super::outcome::{BatchOutcome, MoveError, MoveStep, StepError};
 use super::stop::WriteStop;
 use super::urgent::Urgent;
-use super::{BatchReport, Migrator, Move};
 use crate::placement::Location;
+use crate::runs::runs_where;
 use crate::tiered::TieredMemory;
 
 /// Errors creating a remap migrator.
@@ -110,8 +113,11 @@ const PRECOPY_GROUP_MAX: usize = 32;
 /// group fit in it (a writer waits for at most about one group).
 const PRECOPY_STALL_BUDGET: Duration = Duration::from_micros(400);
 
-/// Why a step failed (becomes a line of [`BatchReport::errors`]).
-type StepResult = Result<(), String>;
+/// Why a step failed: the step and its cause.
+type Failure = (MoveStep, StepError);
+
+/// The result of a step.
+type StepResult = Result<(), Failure>;
 
 /// How a final phase keeps writers out of its frames.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -250,31 +256,34 @@ impl RemapMigrator {
                 (Held::Window, protected)
             }
             Hold::Stop if self.faults.should_fail(Step::Stop) => {
-                (Held::Nothing, Err("write stop failed (injected)".into()))
+                (Held::Nothing, Err((MoveStep::Hold, StepError::Injected)))
             }
             Hold::Stop => match &self.stop {
                 Some(stop) => match stop.stop() {
                     Ok(()) => (Held::Stopped(Instant::now()), Ok(())),
-                    Err(e) => (Held::Nothing, Err(e.to_string())),
+                    Err(e) => (
+                        Held::Nothing,
+                        Err((MoveStep::Hold, StepError::Stop(Arc::new(e)))),
+                    ),
                 },
-                None => (Held::Nothing, Err("no write stop for this tier".into())),
+                None => (Held::Nothing, Err((MoveStep::Hold, StepError::NoWriteStop))),
             },
         }
     }
 
     /// Ends a hold: closes the window (recording the stalls) or resumes
     /// the writers (one stall of the stop's length).
-    fn release(&self, held: Held, report: &mut BatchReport) {
+    fn release(&self, held: Held, out: &mut BatchOutcome) {
         match held {
-            Held::Window => self.finish_window(report),
+            Held::Window => self.finish_window(out),
             Held::Stopped(since) => {
                 if let Some(stop) = &self.stop {
                     stop.resume();
                 }
                 let stalled = since.elapsed();
-                report.stall_max = report.stall_max.max(stalled);
-                report.stalls.push(stalled);
-                report.stops += 1;
+                out.report.stall_max = out.report.stall_max.max(stalled);
+                out.report.stalls.push(stalled);
+                out.report.stops += 1;
             }
             Held::Nothing => {}
         }
@@ -282,22 +291,20 @@ impl RemapMigrator {
 
     /// Registers a new mapping of tier `tier` over `[host, host + len)`
     /// with the guard, unless the tier cannot be registered.
-    fn register(&self, host: u64, len: u64, tier: usize) -> Result<(), String> {
+    fn register(&self, host: u64, len: u64, tier: usize) -> Result<(), StepError> {
         if !self.protectable(tier) {
             return Ok(());
         }
-        self.guard
-            .reregister(host, len)
-            .map_err(|e| format!("re-register failed: {e}"))
+        self.guard.reregister(host, len).map_err(StepError::uffd)
     }
 
     /// Copies `(src, dst, len)` triples with the engine (fault-injectable).
-    fn copy(&self, pieces: &[(u64, u64, u64)], report: &mut BatchReport) -> StepResult {
+    fn copy(&self, pieces: &[(u64, u64, u64)], out: &mut BatchOutcome) -> StepResult {
         if pieces.is_empty() {
             return Ok(());
         }
         if self.faults.should_fail(Step::Copy) {
-            return Err("copy failed (injected)".into());
+            return Err((MoveStep::Copy, StepError::Injected));
         }
         let ranges: Vec<CopyRange> = pieces
             .iter()
@@ -310,9 +317,9 @@ impl RemapMigrator {
         // page of one, reserved for this batch: destinations are distinct
         // reserved slots no frame maps, so no range overlaps another.
         let result = unsafe { self.engine.copy(&ranges) };
-        report.copy += started.elapsed();
-        let stats = result.map_err(|e| format!("copy failed: {e}"))?;
-        report.bytes += stats.bytes;
+        out.report.copy += started.elapsed();
+        let stats = result.map_err(|e| (MoveStep::Copy, StepError::Copy(Arc::new(e))))?;
+        out.report.bytes += stats.bytes;
         Ok(())
     }
 
@@ -328,7 +335,7 @@ impl RemapMigrator {
                     self.guard.register(start, len)?;
                     uffd.protect(start, len)
                 })
-                .map_err(|e| format!("write-protect failed: {e}"))?;
+                .map_err(|e| (MoveStep::Hold, StepError::uffd(e)))?;
         }
         Ok(())
     }
@@ -376,21 +383,12 @@ impl RemapMigrator {
     fn remap_runs(&self, moves: &[Planned]) -> Vec<Vec<Planned>> {
         let mut sorted = moves.to_vec();
         sorted.sort_by_key(|m| m.frame);
-        let mut runs: Vec<Vec<Planned>> = Vec::new();
-        for m in sorted {
-            let extends = runs.last().is_some_and(|run| {
-                let (first, count) = (run[0], run.len());
-                m.frame == first.frame + count
-                    && m.to.tier == first.to.tier
-                    && m.to.slot == first.to.slot + count
-                    && self.memory.frames().is_run(first.frame, count + 1)
-            });
-            match runs.last_mut() {
-                Some(run) if extends => run.push(m),
-                _ => runs.push(vec![m]),
-            }
-        }
-        runs
+        let frames: Vec<(usize, Location)> = sorted.iter().map(|m| (m.frame, m.to)).collect();
+        let table = self.memory.frames();
+        runs_where(&frames, |first, count| table.is_run(first, count))
+            .into_iter()
+            .map(|run| sorted[run.first..run.first + run.count].to_vec())
+            .collect()
     }
 
     /// Index of the run to remap next: the first one a writer is waiting
@@ -422,7 +420,7 @@ impl RemapMigrator {
     /// that were not waiting write there at once, since the new mapping is
     /// not protected. So a registration that fails afterwards cannot roll
     /// the move back without losing those writes; the move stands.
-    fn remap(&self, moves: &[Planned], report: &mut BatchReport) -> Vec<(Planned, String)> {
+    fn remap(&self, moves: &[Planned], out: &mut BatchOutcome) -> Vec<(Planned, StepError)> {
         let started = Instant::now();
         let mut runs = self.remap_runs(moves);
         let mut failed = Vec::new();
@@ -433,11 +431,11 @@ impl RemapMigrator {
             let count = run.len();
             let (host, len) = (self.host(first.frame), self.frame_size() * count as u64);
             let result = if self.faults.should_fail(Step::Remap) {
-                Err("remap failed (injected)".to_owned())
+                Err(StepError::Injected)
             } else {
                 self.memory
                     .map_frames(first.frame, count, first.to)
-                    .map_err(|e| format!("remap failed: {e}"))
+                    .map_err(StepError::memory)
             };
             match result {
                 Ok(()) => {
@@ -446,7 +444,7 @@ impl RemapMigrator {
                         mapped.push((first.frame, count));
                     }
                     let _ = self.guard.uffd().wake(host, len);
-                    self.record_stalls(host, len, report);
+                    self.record_stalls(host, len, out);
                 }
                 Err(e) => {
                     for m in run {
@@ -456,8 +454,8 @@ impl RemapMigrator {
                 }
             }
         }
-        self.register_moved(mapped, report);
-        report.remap += started.elapsed();
+        self.register_moved(mapped, out);
+        out.report.remap += started.elapsed();
         failed
     }
 
@@ -469,18 +467,23 @@ impl RemapMigrator {
     /// cannot be registered keeps its move (its data is there) and is
     /// reported; the next [`protect`](Self::protect) of its frames
     /// registers it.
-    fn register_moved(&self, mut runs: Vec<(usize, usize)>, report: &mut BatchReport) {
+    fn register_moved(&self, mut runs: Vec<(usize, usize)>, out: &mut BatchOutcome) {
         if runs.is_empty() {
             return;
         }
         let fs = self.frame_size();
         let range = |first: usize, count: usize| (self.host(first), fs * count as u64);
+        let to_tier = |first: usize| self.memory.location(first).map_or(0, |l| l.tier);
+        let unregistered = |first: usize, count: usize, source| MoveError {
+            frames: first..first + count,
+            to_tier: to_tier(first),
+            step: MoveStep::Register,
+            source,
+        };
         if self.faults.should_fail(Step::Register) {
             for (first, count) in runs {
-                report.errors.push(format!(
-                    "frames {first}..{}: moved, but not registered: register failed (injected)",
-                    first + count
-                ));
+                let e = unregistered(first, count, StepError::Injected);
+                out.warnings.push(e);
             }
             return;
         }
@@ -494,10 +497,8 @@ impl RemapMigrator {
             for &(f, c) in stretch {
                 let (host, len) = range(f, c);
                 if let Err(e) = self.guard.register(host, len) {
-                    report.errors.push(format!(
-                        "frames {f}..{}: moved, but not registered: {e}",
-                        f + c
-                    ));
+                    let e = unregistered(f, c, StepError::uffd(e));
+                    out.warnings.push(e);
                 }
             }
         }
@@ -531,7 +532,7 @@ impl RemapMigrator {
 
     /// Puts `moves` back: protection off (or source re-mapped), writers
     /// woken, destinations released, moves counted as aborted.
-    fn abort(&self, moves: &[Planned], hold: Hold, why: &str, report: &mut BatchReport) {
+    fn abort(&self, moves: &[Planned], hold: Hold, why: Failure, out: &mut BatchOutcome) {
         let frames: Vec<usize> = moves.iter().map(|m| m.frame).collect();
         if hold == Hold::Protect {
             self.unprotect(&frames);
@@ -539,10 +540,15 @@ impl RemapMigrator {
         for m in moves {
             self.drop_destination(m.to);
         }
-        report.aborted += moves.len();
-        report
-            .errors
-            .push(format!("{} frame(s): {why}", moves.len()));
+        Self::fail_all(moves, why, out);
+    }
+
+    /// Records every move of `moves` as failed with `why`.
+    fn fail_all(moves: &[Planned], (step, source): Failure, out: &mut BatchOutcome) {
+        for m in moves {
+            let e = MoveError::frame(m.frame, m.to.tier, step, source.clone());
+            out.record_failed(e);
+        }
     }
 
     /// Frees an unused destination: punched out first, since a copy may
@@ -554,7 +560,7 @@ impl RemapMigrator {
     }
 
     /// Records moved frames and frees their sources.
-    fn commit(&self, moves: &[Planned], report: &mut BatchReport) {
+    fn commit(&self, moves: &[Planned], out: &mut BatchOutcome) {
         for m in moves {
             match self.memory.commit_move(m.frame, m.from, m.to) {
                 Ok(()) => {
@@ -562,14 +568,18 @@ impl RemapMigrator {
                     // punching fails harmlessly on backings without holes.
                     let _ = self.memory.tiers()[m.from.tier].discard_slot(m.from.slot);
                     let _ = self.memory.release_slot(m.from);
-                    report.moved += 1;
+                    out.record_moved(m.frame, m.from.tier, m.to.tier, false);
                 }
                 Err(e) => {
                     // Cannot happen (the ledger checked the reservation);
                     // the frame is mapped to `to`, so keep `to` allocated.
-                    report
-                        .errors
-                        .push(format!("frame {}: commit failed: {e}", m.frame));
+                    let e = MoveError::frame(
+                        m.frame,
+                        m.to.tier,
+                        MoveStep::Commit,
+                        StepError::memory(e),
+                    );
+                    out.warnings.push(e);
                 }
             }
         }
@@ -621,29 +631,27 @@ impl RemapMigrator {
         &self,
         cfg: &PrecopyConfig,
         moves: &[Planned],
-        report: &mut BatchReport,
-    ) -> Result<Vec<u64>, String> {
+        out: &mut BatchOutcome,
+    ) -> Result<Vec<u64>, Failure> {
         let spans = self.spans(moves);
         let started = Instant::now();
-        cfg.dirty.reset(&spans).map_err(|e| e.to_string())?;
-        report.protect += started.elapsed();
-        self.copy(&self.frame_pieces(moves), report)?;
+        cfg.dirty.reset(&spans).map_err(precopy_dirty)?;
+        out.report.protect += started.elapsed();
+        self.copy(&self.frame_pieces(moves), out)?;
         let mut pages = Vec::new();
         if self.faults.take_dirty_wait() {
             Self::wait_for_dirty(cfg, &spans, &mut pages)?;
-            report.recopied_pages += pages.len() as u64;
-            self.copy(&self.page_pieces(moves, &pages), report)?;
+            out.report.recopied_pages += pages.len() as u64;
+            self.copy(&self.page_pieces(moves, &pages), out)?;
         }
         for _ in 0..cfg.max_rounds {
             pages.clear();
-            cfg.dirty
-                .take(&spans, &mut pages)
-                .map_err(|e| e.to_string())?;
+            cfg.dirty.take(&spans, &mut pages).map_err(precopy_dirty)?;
             if pages.len() <= cfg.settle_pages {
                 break;
             }
-            report.recopied_pages += pages.len() as u64;
-            self.copy(&self.page_pieces(moves, &pages), report)?;
+            out.report.recopied_pages += pages.len() as u64;
+            self.copy(&self.page_pieces(moves, &pages), out)?;
             pages.clear();
         }
         Ok(pages)
@@ -656,10 +664,10 @@ impl RemapMigrator {
         cfg: &PrecopyConfig,
         spans: &[GpaSpan],
         pages: &mut Vec<u64>,
-    ) -> Result<(), String> {
+    ) -> Result<(), Failure> {
         let started = Instant::now();
         while pages.is_empty() && started.elapsed() < WRITE_WAIT_LIMIT {
-            cfg.dirty.take(spans, pages).map_err(|e| e.to_string())?;
+            cfg.dirty.take(spans, pages).map_err(precopy_dirty)?;
             if pages.is_empty() {
                 std::thread::sleep(Duration::from_millis(1));
             }
@@ -669,20 +677,19 @@ impl RemapMigrator {
 
     /// Moves `moves` (destinations reserved) with the plain or pre-copy
     /// protocol.
-    fn move_frames(&self, moves: Vec<Planned>, report: &mut BatchReport) {
+    fn move_frames(&self, moves: Vec<Planned>, out: &mut BatchOutcome) {
         if moves.is_empty() {
             return;
         }
         let mut carried = Vec::new();
         if let Some(cfg) = &self.precopy {
-            match self.precopy_rounds(cfg, &moves, report) {
+            match self.precopy_rounds(cfg, &moves, out) {
                 Ok(pages) => carried = pages,
-                Err(e) => {
+                Err(why) => {
                     for m in &moves {
                         self.drop_destination(m.to);
                     }
-                    report.aborted += moves.len();
-                    report.errors.push(format!("{} frame(s): {e}", moves.len()));
+                    Self::fail_all(&moves, why, out);
                     return;
                 }
             }
@@ -694,7 +701,7 @@ impl RemapMigrator {
             .partition(|m| self.hold_for(&[m.from]) == Hold::Stop);
         if !stopped.is_empty() {
             let mine = Self::carried_for(&self.memory, &stopped, &carried);
-            self.final_phase(stopped, mine, Hold::Stop, report);
+            self.final_phase(stopped, mine, Hold::Stop, out);
         }
         // Pre-copy's final phase runs per group, so a writer waits for one
         // group's delta and remap, not the whole batch's; the group grows
@@ -706,7 +713,7 @@ impl RemapMigrator {
         // in three runs against ~0.3 ms, likely because groups timed
         // without their registration grow.
         if self.precopy.is_none() {
-            self.final_phase(protected, carried, Hold::Protect, report);
+            self.final_phase(protected, carried, Hold::Protect, out);
             return;
         }
         let mut group = 1;
@@ -716,7 +723,7 @@ impl RemapMigrator {
             rest = tail;
             let chunk_carried = Self::carried_for(&self.memory, chunk, &carried);
             let started = Instant::now();
-            self.final_phase(chunk.to_vec(), chunk_carried, Hold::Protect, report);
+            self.final_phase(chunk.to_vec(), chunk_carried, Hold::Protect, out);
             group = next_group(chunk.len(), started.elapsed());
         }
     }
@@ -740,7 +747,7 @@ impl RemapMigrator {
         moves: Vec<Planned>,
         mut carried: Vec<u64>,
         hold: Hold,
-        report: &mut BatchReport,
+        out: &mut BatchOutcome,
     ) {
         if moves.is_empty() {
             return;
@@ -750,55 +757,57 @@ impl RemapMigrator {
         let frames: Vec<usize> = moves.iter().map(|m| m.frame).collect();
         let started = Instant::now();
         let (held, result) = self.hold_writers(hold, &frames);
-        report.protect += started.elapsed();
+        out.report.protect += started.elapsed();
         let copied = result.and_then(|()| match &self.precopy {
-            None => self.copy(&self.frame_pieces(&moves), report),
+            None => self.copy(&self.frame_pieces(&moves), out),
             Some(cfg) => {
                 cfg.dirty
                     .take_final(&self.spans(&moves), &mut carried)
-                    .map_err(|e| e.to_string())?;
+                    .map_err(precopy_dirty)?;
                 carried.sort_unstable();
                 carried.dedup();
-                report.recopied_pages += carried.len() as u64;
-                self.copy(&self.page_pieces(&moves, &carried), report)
+                out.report.recopied_pages += carried.len() as u64;
+                self.copy(&self.page_pieces(&moves, &carried), out)
             }
         });
         if let Err(e) = copied {
-            self.abort(&moves, hold, &e, report);
-            self.release(held, report);
+            self.abort(&moves, hold, e, out);
+            self.release(held, out);
             return;
         }
-        let failed = self.remap(&moves, report);
+        let failed = self.remap(&moves, out);
         let failed_frames: HashSet<usize> = failed.iter().map(|(m, _)| m.frame).collect();
-        for (m, why) in &failed {
+        for (m, why) in failed {
             self.drop_destination(m.to);
-            report.aborted += 1;
-            report.errors.push(format!("frame {}: {why}", m.frame));
+            let e = MoveError::frame(m.frame, m.to.tier, MoveStep::Remap, why);
+            out.record_failed(e);
         }
-        self.release(held, report);
+        self.release(held, out);
         let done: Vec<Planned> = moves
             .into_iter()
             .filter(|m| !failed_frames.contains(&m.frame))
             .collect();
-        self.commit(&done, report);
+        self.commit(&done, out);
     }
 
     /// Records how long the writers into `[host, host + len)`, just
     /// woken, waited.
-    fn record_stalls(&self, host: u64, len: u64, report: &mut BatchReport) {
+    fn record_stalls(&self, host: u64, len: u64, out: &mut BatchOutcome) {
         let stalls = self.guard.woken(host, len);
-        report.stall_max = report
+        out.report.stall_max = out
+            .report
             .stall_max
             .max(stalls.iter().copied().max().unwrap_or(Duration::ZERO));
-        report.stalls.extend(stalls);
+        out.report.stalls.extend(stalls);
     }
 
-    fn finish_window(&self, report: &mut BatchReport) {
+    fn finish_window(&self, out: &mut BatchOutcome) {
         let stalls = self.guard.close_window();
-        report.stall_max = report
+        out.report.stall_max = out
+            .report
             .stall_max
             .max(stalls.iter().copied().max().unwrap_or(Duration::ZERO));
-        report.stalls.extend(stalls);
+        out.report.stalls.extend(stalls);
     }
 
     /// Swaps the slots of a pair's frames. Both frames are write-protected,
@@ -807,7 +816,7 @@ impl RemapMigrator {
     /// slots are overwritten; then each frame is mapped onto the other's
     /// old slot. Until that final remap the bounce area holds every frame's
     /// latest data, and each rollback restores the slots from it.
-    fn exchange(&self, p: Pair, bounce: &BounceArea, report: &mut BatchReport) {
+    fn exchange(&self, p: Pair, bounce: &BounceArea, out: &mut BatchOutcome) {
         let _urgent = Urgent::new();
         let fs = self.frame_size();
         let (va, vb) = (self.view(p.a_at), self.view(p.b_at));
@@ -816,10 +825,10 @@ impl RemapMigrator {
         let hold = self.hold_for(&[p.a_at, p.b_at]);
         let started = Instant::now();
         let (held, result) = self.hold_writers(hold, &frames);
-        report.protect += started.elapsed();
+        out.report.protect += started.elapsed();
         // Stage 1 only reads the slots: a failure needs no repair.
-        if let Err(e) = result.and_then(|()| self.copy(&[(va, ka, fs), (vb, kb, fs)], report)) {
-            self.abort_pair(p, hold, held, &e, report);
+        if let Err(e) = result.and_then(|()| self.copy(&[(va, ka, fs), (vb, kb, fs)], out)) {
+            self.abort_pair(p, hold, held, e, out);
             return;
         }
         // Stage 2: park both frames on the bounce area. A write that slips
@@ -831,35 +840,33 @@ impl RemapMigrator {
             let park = self
                 .memory
                 .map_frame_from(f, bounce.fd(), bounce.offset(k))
-                .map_err(|e| format!("parking failed: {e}"))
+                .map_err(|e| (MoveStep::Remap, StepError::memory(e)))
                 .and_then(|()| {
                     parked.push(f);
                     if hold == Hold::Stop {
                         return Ok(());
                     }
-                    self.guard.reregister(host, fs).map_err(|e| e.to_string())?;
-                    self.guard
-                        .uffd()
-                        .protect(host, fs)
-                        .map_err(|e| e.to_string())
+                    let uffd = |e| (MoveStep::Hold, StepError::uffd(e));
+                    self.guard.reregister(host, fs).map_err(uffd)?;
+                    self.guard.uffd().protect(host, fs).map_err(uffd)
                 });
             if let Err(e) = park {
                 self.unpark(p, &parked, bounce);
-                self.abort_pair(p, hold, held, &e, report);
+                self.abort_pair(p, hold, held, e, out);
                 return;
             }
         }
         // Stage 3 overwrites the slots.
-        let remap_failed = if let Err(e) = self.copy(&[(kb, va, fs), (ka, vb, fs)], report) {
+        let remap_failed = if let Err(e) = self.copy(&[(kb, va, fs), (ka, vb, fs)], out) {
             Some(e)
         } else if self.faults.should_fail(Step::Remap) {
-            Some("remap failed (injected)".to_owned())
+            Some((MoveStep::Remap, StepError::Injected))
         } else {
             None
         };
         if let Some(e) = remap_failed {
             self.unpark(p, &parked, bounce);
-            self.abort_pair(p, hold, held, &e, report);
+            self.abort_pair(p, hold, held, e, out);
             return;
         }
         // Stage 4: each frame onto the other's old slot.
@@ -867,10 +874,10 @@ impl RemapMigrator {
         let mapped = self
             .memory
             .map_frames(p.a, 1, p.b_at)
-            .map_err(|e| format!("remap failed: {e}"));
+            .map_err(|e| (MoveStep::Remap, StepError::memory(e)));
         if let Err(e) = mapped {
             self.unpark(p, &parked, bounce);
-            self.abort_pair(p, hold, held, &e, report);
+            self.abort_pair(p, hold, held, e, out);
             return;
         }
         // `a` is live on its new slot now; `b` must follow. Mapping a slot
@@ -886,25 +893,28 @@ impl RemapMigrator {
         for f in frames {
             let _ = self.guard.uffd().wake(self.host(f), fs);
         }
-        report.remap += remap_started.elapsed();
-        self.release(held, report);
+        out.report.remap += remap_started.elapsed();
+        self.release(held, out);
         if !b_mapped {
             // Frame b stays on the bounce memfd with all its data; the
             // placement map cannot describe that, so say so loudly.
-            report.errors.push(format!(
-                "frame {}: left on the exchange bounce mapping after repeated remap failures",
-                p.b
+            out.warnings.push(MoveError::frame(
+                p.b,
+                p.a_at.tier,
+                MoveStep::Remap,
+                StepError::LeftOnBounce,
             ));
             return;
         }
         match self.memory.commit_exchange(p.a, p.a_at, p.b, p.b_at) {
             Ok(()) => {
-                report.moved += 2;
-                report.exchanged += 2;
+                out.record_moved(p.a, p.a_at.tier, p.b_at.tier, true);
+                out.record_moved(p.b, p.b_at.tier, p.a_at.tier, true);
             }
-            Err(e) => report
-                .errors
-                .push(format!("frames {} and {}: commit failed: {e}", p.a, p.b)),
+            Err(e) => {
+                let e = MoveError::frame(p.a, p.b_at.tier, MoveStep::Commit, StepError::memory(e));
+                out.warnings.push(e);
+            }
         }
     }
 
@@ -929,16 +939,20 @@ impl RemapMigrator {
         }
     }
 
-    fn abort_pair(&self, p: Pair, hold: Hold, held: Held, why: &str, report: &mut BatchReport) {
+    fn abort_pair(&self, p: Pair, hold: Hold, held: Held, why: Failure, out: &mut BatchOutcome) {
         if hold == Hold::Protect {
             self.unprotect(&[p.a, p.b]);
         }
-        report.aborted += 2;
-        report
-            .errors
-            .push(format!("frames {} and {}: {why}", p.a, p.b));
-        self.release(held, report);
+        let (step, source) = why;
+        out.record_failed(MoveError::frame(p.a, p.b_at.tier, step, source.clone()));
+        out.record_failed(MoveError::frame(p.b, p.a_at.tier, step, source));
+        self.release(held, out);
     }
+}
+
+/// A dirty-log failure during pre-copy.
+fn precopy_dirty(e: DirtyError) -> Failure {
+    (MoveStep::Precopy, StepError::Dirty(Arc::new(e)))
 }
 
 /// Size of the next pre-copy final group after one of `frames` frames took
@@ -995,139 +1009,190 @@ impl Migrator for RemapMigrator {
         Some(&self.faults)
     }
 
-    fn migrate(&self, batch: &[Move]) -> BatchReport {
+    fn memory(&self) -> &TieredMemory {
+        &self.memory
+    }
+
+    fn migrate(&self, batch: &Batch) -> BatchOutcome {
         let mut bounce = self.serial.lock().unwrap_or_else(PoisonError::into_inner);
         let started = Instant::now();
-        let mut report = BatchReport {
-            requested: batch.len(),
-            ..Default::default()
-        };
-        let tiers = self.memory.tiers().len();
+        let mut out = BatchOutcome::new(batch.frames());
         let mut seen = HashSet::new();
-        let mut moves = Vec::new();
-        let mut full: Vec<(usize, Location, usize)> = Vec::new();
-        // In frame order, each frame asks for the slot after its
-        // predecessor's: runs of frames keep consecutive slots and map
-        // with one `mmap` (each holds `mmap_lock` for writing).
-        let mut ordered: Vec<&Move> = batch.iter().collect();
-        ordered.sort_by_key(|m| m.frame);
-        let mut prev: Option<Planned> = None;
-        for m in ordered {
-            if !seen.insert(m.frame) {
-                report.skipped += 1;
-                continue;
-            }
-            let from = match self.memory.location(m.frame) {
-                Some(from) if m.to_tier < tiers => from,
-                _ => {
-                    report.aborted += 1;
-                    report.errors.push(format!(
-                        "frame {} to tier {}: no such frame or tier",
-                        m.frame, m.to_tier
-                    ));
-                    continue;
-                }
-            };
-            if from.tier == m.to_tier {
-                report.skipped += 1;
-                continue;
-            }
-            if self.faults.should_fail(Step::Reserve) {
-                report.aborted += 1;
-                report.errors.push(format!(
-                    "frame {}: destination reservation failed (injected)",
-                    m.frame
-                ));
-                continue;
-            }
-            let after = prev.filter(|p| p.frame + 1 == m.frame).map(|p| p.to);
-            match self.memory.reserve_slot_after(m.to_tier, after) {
-                Ok(to) => {
-                    let planned = Planned {
-                        frame: m.frame,
-                        from,
-                        to,
-                    };
-                    moves.push(planned);
-                    prev = Some(planned);
-                }
-                Err(_) => full.push((m.frame, from, m.to_tier)),
-            }
-        }
+        let (moves, full) = self.reserve_moves(batch.moves(), &mut seen, &mut out);
         // Moves with a free destination go first: committing them frees
         // their source slots, which moves into a full tier can then use.
         let moved_first = !moves.is_empty();
-        self.move_frames(moves, &mut report);
+        self.move_frames(moves, &mut out);
         let mut retry = Vec::new();
-        let mut still_full = Vec::new();
-        for (frame, from, to_tier) in full {
+        for (m, from) in full {
             let from = if moved_first {
-                self.memory.location(frame).unwrap_or(from)
+                self.memory.location(m.frame).unwrap_or(from)
             } else {
                 from
             };
-            match self.memory.reserve_slot(to_tier) {
-                Ok(to) if moved_first => retry.push(Planned { frame, from, to }),
-                Ok(to) => {
-                    let _ = self.memory.release_slot(to);
-                    still_full.push((frame, from, to_tier));
-                }
-                Err(_) => still_full.push((frame, from, to_tier)),
-            }
-        }
-        self.move_frames(retry, &mut report);
-        // What still finds no room swaps places with a move out of its
-        // destination tier.
-        let full = still_full;
-        let mut pairs = Vec::new();
-        let mut used = vec![false; full.len()];
-        for i in 0..full.len() {
-            if used[i] {
-                continue;
-            }
-            let (a, a_at, a_to) = full[i];
-            let partner = (i + 1..full.len())
-                .find(|&j| !used[j] && full[j].1.tier == a_to && full[j].2 == a_at.tier);
-            match partner {
-                Some(j) => {
-                    used[i] = true;
-                    used[j] = true;
-                    pairs.push(Pair {
-                        a,
-                        a_at,
-                        b: full[j].0,
-                        b_at: full[j].1,
-                    });
-                }
-                None => {
-                    report.aborted += 1;
-                    let name = self.memory.tiers()[a_to].name();
-                    report.errors.push(format!(
-                        "frame {a}: tier '{name}' is full and no frame leaves it in this batch"
+            match self.memory.reserve_slot(m.to_tier) {
+                Ok(to) if moved_first => retry.push(Planned {
+                    frame: m.frame,
+                    from,
+                    to,
+                }),
+                reserved => {
+                    if let Ok(to) = reserved {
+                        let _ = self.memory.release_slot(to);
+                    }
+                    let tier = &self.memory.tiers()[m.to_tier];
+                    let full = StepError::TierFull {
+                        tier: tier.name().to_owned(),
+                        quota: self.memory.with_placement(|p| p.slot_count(m.to_tier)),
+                    };
+                    out.record_failed(MoveError::frame(
+                        m.frame,
+                        m.to_tier,
+                        MoveStep::Reserve,
+                        full,
                     ));
                 }
             }
         }
+        self.move_frames(retry, &mut out);
+        let pairs = self.check_exchanges(batch, &mut seen, &mut out);
         if !pairs.is_empty() {
             if bounce.is_none() {
                 match BounceArea::new(self.frame_size()) {
                     Ok(area) => *bounce = Some(area),
                     Err(e) => {
-                        report.aborted += 2 * pairs.len();
-                        report
-                            .errors
-                            .push(format!("{} exchange(s): no bounce area: {e}", pairs.len()));
+                        let e = StepError::Bounce(Arc::new(e));
+                        for p in &pairs {
+                            for (f, to) in [(p.a, p.b_at.tier), (p.b, p.a_at.tier)] {
+                                let e = MoveError::frame(f, to, MoveStep::Reserve, e.clone());
+                                out.record_failed(e);
+                            }
+                        }
                     }
                 }
             }
             if let Some(area) = bounce.as_ref() {
                 for p in pairs {
-                    self.exchange(p, area, &mut report);
+                    self.exchange(p, area, &mut out);
                 }
             }
         }
-        report.total = started.elapsed();
-        report
+        out.report.total = started.elapsed();
+        out
+    }
+}
+
+impl RemapMigrator {
+    /// Checks `moves` and reserves their destinations: returns the moves
+    /// with a destination, and those whose tier is full (to retry once
+    /// the others have left their slots). Skips and refusals go to `out`.
+    fn reserve_moves(
+        &self,
+        moves: &[Move],
+        seen: &mut HashSet<usize>,
+        out: &mut BatchOutcome,
+    ) -> (Vec<Planned>, Vec<(Move, Location)>) {
+        let tiers = self.memory.tiers().len();
+        let mut planned = Vec::new();
+        let mut full = Vec::new();
+        // In frame order, each frame asks for the slot after its
+        // predecessor's: runs of frames keep consecutive slots and map
+        // with one `mmap` (each holds `mmap_lock` for writing).
+        let mut ordered: Vec<Move> = moves.to_vec();
+        ordered.sort_by_key(|m| m.frame);
+        let mut prev: Option<Planned> = None;
+        for m in ordered {
+            if !seen.insert(m.frame) {
+                out.record_skipped();
+                continue;
+            }
+            let from = match self.memory.location(m.frame) {
+                Some(from) if m.to_tier < tiers => from,
+                found => {
+                    let why = match found {
+                        None => StepError::NoSuchFrame {
+                            frames: self.memory.frame_count(),
+                        },
+                        Some(_) => StepError::NoSuchTier(m.to_tier),
+                    };
+                    out.record_failed(MoveError::frame(m.frame, m.to_tier, MoveStep::Check, why));
+                    continue;
+                }
+            };
+            if from.tier == m.to_tier {
+                out.record_skipped();
+                continue;
+            }
+            if self.faults.should_fail(Step::Reserve) {
+                let e =
+                    MoveError::frame(m.frame, m.to_tier, MoveStep::Reserve, StepError::Injected);
+                out.record_failed(e);
+                continue;
+            }
+            let after = prev.filter(|p| p.frame + 1 == m.frame).map(|p| p.to);
+            match self.memory.reserve_slot_after(m.to_tier, after) {
+                Ok(to) => {
+                    let p = Planned {
+                        frame: m.frame,
+                        from,
+                        to,
+                    };
+                    planned.push(p);
+                    prev = Some(p);
+                }
+                Err(_) => full.push((m, from)),
+            }
+        }
+        (planned, full)
+    }
+
+    /// The batch's exchanges whose frames exist, are on different tiers
+    /// and are not named before; the others are refused or skipped.
+    fn check_exchanges(
+        &self,
+        batch: &Batch,
+        seen: &mut HashSet<usize>,
+        out: &mut BatchOutcome,
+    ) -> Vec<Pair> {
+        let mut pairs = Vec::new();
+        for x in batch.exchanges() {
+            let (a_at, b_at) = match (self.memory.location(x.a), self.memory.location(x.b)) {
+                (Some(a_at), Some(b_at)) => (a_at, b_at),
+                (a_at, b_at) => {
+                    let frames = self.memory.frame_count();
+                    for (f, other) in [(x.a, b_at), (x.b, a_at)] {
+                        let to = other.map_or(0, |l| l.tier);
+                        let why = StepError::NoSuchFrame { frames };
+                        out.record_failed(MoveError::frame(f, to, MoveStep::Check, why));
+                    }
+                    continue;
+                }
+            };
+            if a_at.tier == b_at.tier {
+                let same = StepError::SameTier {
+                    a: x.a,
+                    b: x.b,
+                    tier: self.memory.tiers()[a_at.tier].name().to_owned(),
+                };
+                for f in [x.a, x.b] {
+                    let e = MoveError::frame(f, a_at.tier, MoveStep::Check, same.clone());
+                    out.record_failed(e);
+                }
+                continue;
+            }
+            if !seen.insert(x.a) | !seen.insert(x.b) {
+                out.record_skipped();
+                out.record_skipped();
+                continue;
+            }
+            pairs.push(Pair {
+                a: x.a,
+                a_at,
+                b: x.b,
+                b_at,
+            });
+        }
+        pairs
     }
 }
 

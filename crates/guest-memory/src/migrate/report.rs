@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-/// Outcome of [`super::Migrator::migrate`].
+/// The counts and costs of a batch (or of many, summed): the part of a
+/// [`super::BatchOutcome`] that adds up.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct BatchReport {
     /// Moves asked for.
@@ -36,8 +37,6 @@ pub struct BatchReport {
     pub stalls: Vec<Duration>,
     /// VM-wide write stops (frames of tiers userfaultfd cannot protect).
     pub stops: u64,
-    /// Why moves were aborted (one line per failure).
-    pub errors: Vec<String>,
 }
 
 impl BatchReport {
@@ -57,6 +56,5 @@ impl BatchReport {
         self.stall_max = self.stall_max.max(other.stall_max);
         self.stalls.extend_from_slice(&other.stalls);
         self.stops += other.stops;
-        self.errors.extend(other.errors.iter().cloned());
     }
 }

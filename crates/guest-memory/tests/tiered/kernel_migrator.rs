@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use guest_memory::migrate::{KernelMigrator, Migrator, Move, Step};
+use guest_memory::migrate::{Batch, KernelMigrator, Migrator, Move, MoveStep, Step, StepError};
 use guest_memory::{Location, Placement, TieredMemory};
 use vm_memory::{Bytes, GuestAddress};
 
@@ -16,6 +16,11 @@ use crate::common::policy_at;
 use crate::shared_numa::{file_id, shared};
 
 const PAGE: u64 = 4096;
+
+/// `moves` as a batch, exchanges where tiers are full.
+fn paired(k: &KernelMigrator, moves: &[Move]) -> Batch {
+    Batch::pairing(moves, k.memory())
+}
 
 fn mv(frame: usize, to_tier: usize) -> Move {
     Move { frame, to_tier }
@@ -60,7 +65,8 @@ fn a_frame_moves_to_the_other_tier_and_back_with_its_data() {
     let k = migrator(shared(8 * MIB, "4M", "8M", Placement::FastFirst));
     let mem = k.memory();
     fill(mem, 0, 10);
-    let (report, pages) = k.migrate_pages(&[mv(0, 1)]);
+    let (out, pages) = k.migrate_pages(&paired(&k, &[mv(0, 1)]));
+    let report = &out.report;
     assert_eq!(
         (
             report.requested,
@@ -69,9 +75,9 @@ fn a_frame_moves_to_the_other_tier_and_back_with_its_data() {
             report.aborted
         ),
         (1, 1, 0, 0),
-        "{report:?}"
+        "{out:?}"
     );
-    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(out.errors().count(), 0, "{out:?}");
     // One node: every resident page is already "there"; nothing copied.
     assert_eq!(
         (pages.present, pages.already_there, pages.moved),
@@ -88,8 +94,9 @@ fn a_frame_moves_to_the_other_tier_and_back_with_its_data() {
     mem.verify_numa().unwrap();
     check(mem, 0, 10);
 
-    let (report, _) = k.migrate_pages(&[mv(0, 0)]);
-    assert_eq!(report.moved, 1, "{report:?}");
+    let (out, _) = k.migrate_pages(&paired(&k, &[mv(0, 0)]));
+    let report = &out.report;
+    assert_eq!(report.moved, 1, "{out:?}");
     assert_eq!(mem.location(0), Some(Location { tier: 0, slot: 0 }));
     assert_eq!(used(mem), vec![2, 2]);
     check(mem, 0, 10);
@@ -98,8 +105,9 @@ fn a_frame_moves_to_the_other_tier_and_back_with_its_data() {
 #[test]
 fn untouched_pages_count_as_not_present_not_as_failures() {
     let k = migrator(shared(8 * MIB, "4M", "8M", Placement::FastFirst));
-    let (report, pages) = k.migrate_pages(&[mv(1, 1)]);
-    assert_eq!((report.moved, report.aborted), (1, 0), "{report:?}");
+    let (out, pages) = k.migrate_pages(&paired(&k, &[mv(1, 1)]));
+    let report = &out.report;
+    assert_eq!((report.moved, report.aborted), (1, 0), "{out:?}");
     assert_eq!(
         (pages.present, pages.not_present, pages.failed),
         (0, 512, 0)
@@ -127,8 +135,9 @@ fn resident_pages_unmapped_from_the_guest_range_are_found_without_faulting_it() 
         )
     };
     assert_eq!(rc, 0);
-    let (report, pages) = k.migrate_pages(&[mv(1, 1)]);
-    assert_eq!(report.moved, 1, "{report:?}");
+    let (out, pages) = k.migrate_pages(&paired(&k, &[mv(1, 1)]));
+    let report = &out.report;
+    assert_eq!(report.moved, 1, "{out:?}");
     assert_eq!((pages.present, pages.unmapped_resident), (8, 3));
     assert_eq!(pages.not_present, 504);
     // The guest range was not faulted in by the migrator.
@@ -141,7 +150,11 @@ fn resident_pages_unmapped_from_the_guest_range_are_found_without_faulting_it() 
 fn repeats_and_no_ops_are_skipped_and_bad_moves_refused() {
     let k = migrator(shared(8 * MIB, "4M", "8M", Placement::FastFirst));
     let before = k.memory().placement();
-    let (report, _) = k.migrate_pages(&[mv(0, 0), mv(1, 1), mv(1, 0), mv(99, 1), mv(2, 5)]);
+    let (out, _) = k.migrate_pages(&paired(
+        &k,
+        &[mv(0, 0), mv(1, 1), mv(1, 0), mv(99, 1), mv(2, 5)],
+    ));
+    let report = &out.report;
     assert_eq!(
         (
             report.requested,
@@ -150,13 +163,14 @@ fn repeats_and_no_ops_are_skipped_and_bad_moves_refused() {
             report.aborted
         ),
         (5, 1, 2, 2),
-        "{report:?}"
+        "{out:?}"
     );
+    let refused: Vec<String> = out.errors().map(|e| format!("{e}: {}", e.source)).collect();
     assert_eq!(
-        report.errors,
+        refused,
         vec![
-            "frame 99: no such frame (memory has 4)".to_owned(),
-            "frame 2: no tier 5".to_owned()
+            "frame 99 -> tier 1: check failed: no such frame (memory has 4)".to_owned(),
+            "frame 2 -> tier 5: check failed: no tier 5".to_owned()
         ]
     );
     assert_ne!(k.memory().placement(), before);
@@ -168,11 +182,15 @@ fn a_move_into_a_full_tier_is_refused_and_changes_nothing() {
     let k = migrator(shared(8 * MIB, "4M", "4M", Placement::FastFirst));
     let mem = k.memory();
     let before = mem.placement();
-    let (report, _) = k.migrate_pages(&[mv(2, 0)]);
+    let (out, _) = k.migrate_pages(&paired(&k, &[mv(2, 0)]));
+    let report = &out.report;
     assert_eq!((report.moved, report.aborted), (0, 1));
+    let refused: Vec<String> = out.errors().map(|e| format!("{e}: {}", e.source)).collect();
     assert_eq!(
-        report.errors,
-        vec!["frame 2 -> tier 'fast': tier full (quota 2 frames, 2 in use or reserved)"]
+        refused,
+        vec![
+            "frame 2 -> tier 0: reserve failed: tier 'fast' is full (quota 2 frames) and no frame leaves it in this batch"
+        ]
     );
     assert_eq!(mem.placement(), before);
     assert_eq!((mem.reserved_slots(0), mem.reserved_slots(1)), (0, 0));
@@ -184,11 +202,12 @@ fn full_tiers_exchange_frames_in_one_batch() {
     let mem = k.memory();
     fill(mem, 0, 4);
     fill(mem, 2, 4);
-    let (report, _) = k.migrate_pages(&[mv(2, 0), mv(0, 1)]);
+    let (out, _) = k.migrate_pages(&paired(&k, &[mv(2, 0), mv(0, 1)]));
+    let report = &out.report;
     assert_eq!(
         (report.moved, report.exchanged, report.aborted),
         (2, 2, 0),
-        "{report:?}"
+        "{out:?}"
     );
     assert_eq!(mem.location(2), Some(Location { tier: 0, slot: 2 }));
     assert_eq!(mem.location(0), Some(Location { tier: 1, slot: 0 }));
@@ -208,19 +227,18 @@ fn an_exchange_is_both_moves_or_neither() {
     let before = mem.placement();
     // The first frame's pages "fail"; its partner moved fine, yet must go back.
     k.faults().unwrap().fail_next(Step::Copy, 1);
-    let (report, pages) = k.migrate_pages(&[mv(2, 0), mv(0, 1)]);
+    let (out, pages) = k.migrate_pages(&paired(&k, &[mv(2, 0), mv(0, 1)]));
+    let report = &out.report;
     assert_eq!(
         (report.moved, report.aborted, report.exchanged),
         (0, 2, 0),
-        "{report:?}"
+        "{out:?}"
     );
     assert!(
-        report
-            .errors
+        out.failed
             .iter()
-            .any(|e| e.contains("whose move it depended on")),
-        "{:?}",
-        report.errors
+            .any(|e| matches!(e.source, StepError::PartnerFailed(_))),
+        "{out:?}"
     );
     assert_eq!(mem.placement(), before);
     assert_eq!((mem.reserved_slots(0), mem.reserved_slots(1)), (0, 0));
@@ -237,28 +255,27 @@ fn failed_steps_roll_back_and_the_next_batch_works() {
     let mem = k.memory();
     fill(mem, 1, 16);
     let before = mem.placement();
-    for (step, message) in [
-        (
-            Step::Remap,
-            "frame 1 -> tier 'slow': setting the numa policy failed (injected)",
-        ),
-        (
-            Step::Copy,
-            "frame 1 -> tier 'slow': page move failed (injected)",
-        ),
-        (
-            Step::Reserve,
-            "frame 1 -> tier 'slow': reservation failed (injected)",
-        ),
+    for (step, failed) in [
+        (Step::Remap, MoveStep::Remap),
+        (Step::Copy, MoveStep::MovePages),
+        (Step::Reserve, MoveStep::Reserve),
     ] {
         k.faults().unwrap().fail_next(step, 1);
-        let (report, _) = k.migrate_pages(&[mv(1, 1)]);
-        assert_eq!(
-            (report.moved, report.aborted),
-            (0, 1),
-            "{step:?}: {report:?}"
-        );
-        assert_eq!(report.errors, vec![message.to_owned()], "{step:?}");
+        let (out, _) = k.migrate_pages(&paired(&k, &[mv(1, 1)]));
+        let report = &out.report;
+        assert_eq!((report.moved, report.aborted), (0, 1), "{step:?}: {out:?}");
+        let errors: Vec<(std::ops::Range<usize>, usize, MoveStep, bool)> = out
+            .errors()
+            .map(|e| {
+                (
+                    e.frames.clone(),
+                    e.to_tier,
+                    e.step,
+                    matches!(e.source, StepError::Injected),
+                )
+            })
+            .collect();
+        assert_eq!(errors, vec![(1..2, 1, failed, true)], "{step:?}");
         assert_eq!(mem.placement(), before, "{step:?}");
         assert_eq!((mem.reserved_slots(0), mem.reserved_slots(1)), (0, 0));
         let host = mem.frames().host_addr(1).unwrap();
@@ -266,7 +283,8 @@ fn failed_steps_roll_back_and_the_next_batch_works() {
         check(mem, 1, 16);
     }
     assert_eq!(k.faults().unwrap().injected(), 3);
-    let (report, _) = k.migrate_pages(&[mv(1, 1)]);
+    let (out, _) = k.migrate_pages(&paired(&k, &[mv(1, 1)]));
+    let report = &out.report;
     assert_eq!(report.moved, 1);
     mem.verify_backing().unwrap();
 }
@@ -280,8 +298,9 @@ fn a_batch_larger_than_one_move_pages_call_is_chunked() {
         fill(mem, frame, 512);
     }
     let batch: Vec<Move> = (0..40).map(|f| mv(f, 1)).collect();
-    let (report, pages) = k.migrate_pages(&batch);
-    assert_eq!(report.moved, 40, "{report:?}");
+    let (out, pages) = k.migrate_pages(&paired(&k, &batch));
+    let report = &out.report;
+    assert_eq!(report.moved, 40, "{out:?}");
     assert_eq!((pages.present, pages.already_there), (20480, 20480));
     assert_eq!(used(mem), vec![0, 40]);
     for frame in [0, 17, 39] {
@@ -296,8 +315,8 @@ fn it_is_a_migrator_and_sums_page_counts() {
     fill(k.memory(), 0, 2);
     let m: &dyn Migrator = &k;
     assert_eq!(m.name(), "kernel");
-    assert_eq!(m.migrate(&[mv(0, 1)]).moved, 1);
-    assert_eq!(m.migrate(&[mv(0, 0)]).moved, 1);
+    assert_eq!(m.migrate_moves(&[mv(0, 1)]).report.moved, 1);
+    assert_eq!(m.migrate_moves(&[mv(0, 0)]).report.moved, 1);
     let totals = k.page_totals();
     assert_eq!((totals.present, totals.not_present), (4, 1020));
 }
@@ -334,8 +353,10 @@ fn writes_during_migration_are_never_lost() {
     let mut moved = 0;
     for batch in 0..200 {
         let to = (batch + 1) % 2;
-        let (report, pages) = k.migrate_pages(&(0..4).map(|f| mv(f, to)).collect::<Vec<_>>());
-        assert_eq!(report.aborted, 0, "{report:?}");
+        let (out, pages) =
+            k.migrate_pages(&paired(&k, &(0..4).map(|f| mv(f, to)).collect::<Vec<_>>()));
+        let report = &out.report;
+        assert_eq!(report.aborted, 0, "{out:?}");
         assert_eq!(pages.failed, 0);
         moved += report.moved;
     }
@@ -391,8 +412,9 @@ fn policies_leave_no_mappings_behind() {
     let before = memfd_mappings(mem);
     for round in 0..20 {
         let batch: Vec<Move> = (0..8).map(|f| mv(f, (f + round) % 2)).collect();
-        let (report, _) = k.migrate_pages(&batch);
-        assert_eq!(report.aborted, 0, "{report:?}");
+        let (out, _) = k.migrate_pages(&paired(&k, &batch));
+        let report = &out.report;
+        assert_eq!(report.aborted, 0, "{out:?}");
     }
     assert_eq!(memfd_mappings(mem), before);
     for frame in 0..8 {

@@ -14,7 +14,9 @@ use std::thread;
 use guest_memory::migrate::{
     FaultInjection, GuardOptions, HostWriteLog, PrecopyConfig, RemapMigrator, Step, WriteGuard,
 };
-use guest_memory::{BatchReport, Location, Migrator, Move, Placement, TieredMemory};
+use guest_memory::{
+    BatchOutcome, Location, Migrator, Move, MoveError, MoveStep, Placement, StepError, TieredMemory,
+};
 use page_copy::{EngineSpec, engine_from_spec};
 
 use crate::common::{config, memfd, memfd_mappings, read_host_u64, write_host_u64};
@@ -175,7 +177,7 @@ fn verify_final(rig: &Rig, results: &[(Vec<u64>, u64)]) {
 }
 
 /// Runs writers while `drive` migrates; returns the migrators' totals.
-fn under_fire(rig: &Rig, drive: impl FnOnce(&Rig) -> BatchReport + Send) -> BatchReport {
+fn under_fire(rig: &Rig, drive: impl FnOnce(&Rig) -> BatchOutcome + Send) -> BatchOutcome {
     let stop = AtomicBool::new(false);
     let start = Barrier::new(WRITERS as usize + 1);
     let ready = AtomicU64::new(0);
@@ -196,10 +198,10 @@ fn under_fire(rig: &Rig, drive: impl FnOnce(&Rig) -> BatchReport + Send) -> Batc
     total
 }
 
-fn random_moves(rig: &Rig, target: usize, batch: usize) -> BatchReport {
-    let mut total = BatchReport::default();
+fn random_moves(rig: &Rig, target: usize, batch: usize) -> BatchOutcome {
+    let mut total = BatchOutcome::default();
     let mut rng = 12345u64;
-    while total.moved < target {
+    while total.report.moved < target {
         let mut moves = Vec::new();
         for _ in 0..batch {
             rng = rng
@@ -209,7 +211,7 @@ fn random_moves(rig: &Rig, target: usize, batch: usize) -> BatchReport {
             let to_tier = 1 - rig.mem.location(frame).unwrap().tier;
             moves.push(Move { frame, to_tier });
         }
-        total.absorb(&rig.migrator.migrate(&moves));
+        total.absorb(rig.migrator.migrate_moves(&moves));
     }
     total
 }
@@ -218,8 +220,8 @@ fn random_moves(rig: &Rig, target: usize, batch: usize) -> BatchReport {
 fn plain_protocol_loses_no_write() {
     let rig = rig(FRAMES, FRAMES, false);
     let total = under_fire(&rig, |r| random_moves(r, 3000, 8));
-    assert!(total.moved >= 3000);
-    assert_eq!(total.aborted, 0, "{:?}", total.errors);
+    assert!(total.report.moved >= 3000);
+    assert_eq!(total.report.aborted, 0, "{:?}", total.failed);
 }
 
 #[test]
@@ -229,10 +231,10 @@ fn precopy_protocol_loses_no_write() {
     // re-copy is seen however the writers happen to be scheduled.
     rig.migrator.faults().unwrap().hold_precopy_until_dirty(1);
     let total = under_fire(&rig, |r| random_moves(r, 3000, 8));
-    assert!(total.moved >= 3000);
-    assert_eq!(total.aborted, 0, "{:?}", total.errors);
+    assert!(total.report.moved >= 3000);
+    assert_eq!(total.report.aborted, 0, "{:?}", total.failed);
     assert!(
-        total.recopied_pages > 0,
+        total.report.recopied_pages > 0,
         "writers dirtied pages during pre-copy"
     );
 }
@@ -295,15 +297,15 @@ fn sampling_zaps_during_migration_lose_no_write() {
                     || rec.faults.lock().unwrap().len() <= 100)
                     && std::time::Instant::now() < deadline
                 {
-                    total.absorb(&random_moves(r, 8, 8));
+                    total.absorb(random_moves(r, 8, 8));
                 }
                 stop.store(true, Ordering::Relaxed);
                 assert!(zapped.load(Ordering::Relaxed) > 1000, "pages zapped");
                 total
             })
         });
-        assert!(total.moved >= 1500);
-        assert_eq!(total.aborted, 0, "{:?}", total.errors);
+        assert!(total.report.moved >= 1500);
+        assert_eq!(total.report.aborted, 0, "{:?}", total.failed);
         assert!(
             rec.faults.lock().unwrap().len() > 100,
             "zapped pages faulted"
@@ -317,9 +319,9 @@ fn exchange_when_both_tiers_are_full_loses_no_write() {
     // Capacities equal guest RAM exactly: no free slot anywhere.
     let rig = rig(FRAMES / 2, FRAMES / 2, false);
     let total = under_fire(&rig, |r| {
-        let mut total = BatchReport::default();
+        let mut total = BatchOutcome::default();
         let mut rng = 99u64;
-        while total.exchanged < 2000 {
+        while total.report.exchanged < 2000 {
             let on = |t: usize| {
                 (0..FRAMES as usize)
                     .filter(|&f| r.mem.location(f).unwrap().tier == t)
@@ -340,27 +342,30 @@ fn exchange_when_both_tiers_are_full_loses_no_write() {
                     to_tier: 0,
                 });
             }
-            total.absorb(&r.migrator.migrate(&moves));
+            total.absorb(r.migrator.migrate_moves(&moves));
         }
         total
     });
-    assert_eq!(total.moved, total.exchanged, "every move was an exchange");
-    assert_eq!(total.aborted, 0, "{:?}", total.errors);
+    assert_eq!(
+        total.report.moved, total.report.exchanged,
+        "every move was an exchange"
+    );
+    assert_eq!(total.report.aborted, 0, "{:?}", total.failed);
     let usage = rig.mem.tier_usage();
     assert_eq!(usage[0].used_frames, FRAMES as usize / 2);
     assert_eq!(usage[1].used_frames, FRAMES as usize / 2);
 }
 
-fn inject_every_step(rig: &Rig, faults: &FaultInjection) -> BatchReport {
-    let mut total = BatchReport::default();
+fn inject_every_step(rig: &Rig, faults: &FaultInjection) -> BatchOutcome {
+    let mut total = BatchOutcome::default();
     for step in [Step::Reserve, Step::Copy, Step::Remap, Step::Register] {
         for _ in 0..20 {
             faults.fail_next(step, 1);
-            total.absorb(&random_moves(rig, 1, 4));
+            total.absorb(random_moves(rig, 1, 4));
             faults.fail_next(step, 0);
         }
     }
-    total.absorb(&random_moves(rig, 500, 8));
+    total.absorb(random_moves(rig, 500, 8));
     total
 }
 
@@ -372,34 +377,19 @@ fn injected_failures_roll_back_plain() {
     assert_eq!(faults.injected(), 80);
     // A failed registration keeps its moves; the other steps abort.
     assert!(
-        total.aborted >= 60,
+        total.report.aborted >= 60,
         "each injected failure aborts moves: {}",
-        total.aborted
+        total.report.aborted
     );
-    assert!(
-        total
-            .errors
-            .iter()
-            .any(|e| e.contains("reservation failed (injected)"))
-    );
-    assert!(
-        total
-            .errors
-            .iter()
-            .any(|e| e.contains("copy failed (injected)"))
-    );
-    assert!(
-        total
-            .errors
-            .iter()
-            .any(|e| e.contains("remap failed (injected)"))
-    );
-    assert!(
-        total
-            .errors
-            .iter()
-            .any(|e| e.contains("moved, but not registered: register failed (injected)"))
-    );
+    // Each injected step is reported as the step that failed, injected;
+    // a failed registration as a warning on moved frames.
+    let injected = |step: MoveStep| {
+        move |e: &MoveError| e.step == step && matches!(e.source, StepError::Injected)
+    };
+    assert!(total.failed.iter().any(injected(MoveStep::Reserve)));
+    assert!(total.failed.iter().any(injected(MoveStep::Copy)));
+    assert!(total.failed.iter().any(injected(MoveStep::Remap)));
+    assert!(total.warnings.iter().any(injected(MoveStep::Register)));
 }
 
 #[test]
@@ -407,12 +397,12 @@ fn injected_failures_roll_back_precopy_and_exchange() {
     let rig = rig(FRAMES, FRAMES, true);
     let faults = rig.migrator.faults().unwrap().clone();
     let total = under_fire(&rig, |r| inject_every_step(r, &faults));
-    assert!(total.aborted >= 60);
+    assert!(total.report.aborted >= 60);
     // Exchange with full tiers, failures injected in both stages.
     let rig = rig_full();
     let faults = rig.migrator.faults().unwrap().clone();
     let total = under_fire(&rig, |r| {
-        let mut total = BatchReport::default();
+        let mut total = BatchOutcome::default();
         for (step, n) in [(Step::Copy, 1), (Step::Copy, 2), (Step::Remap, 1)] {
             for _ in 0..10 {
                 let fast = (0..FRAMES as usize)
@@ -422,7 +412,7 @@ fn injected_failures_roll_back_precopy_and_exchange() {
                     .find(|&f| r.mem.location(f).unwrap().tier == 1)
                     .unwrap();
                 faults.fail_next(step, n);
-                total.absorb(&r.migrator.migrate(&[
+                total.absorb(r.migrator.migrate_moves(&[
                     Move {
                         frame: fast,
                         to_tier: 1,
@@ -437,7 +427,7 @@ fn injected_failures_roll_back_precopy_and_exchange() {
         }
         total
     });
-    assert_eq!(total.aborted, 60, "{:?}", total.errors);
+    assert_eq!(total.report.aborted, 60, "{:?}", total.failed);
 }
 
 fn rig_full() -> Rig {
@@ -451,15 +441,15 @@ fn writes_stall_only_while_their_frame_moves() {
     // stall is seen however the writers happen to be scheduled.
     rig.migrator.faults().unwrap().hold_until_write_waits(1);
     let total = under_fire(&rig, |r| random_moves(r, 500, 16));
-    assert!(!total.stalls.is_empty());
-    assert!(total.stall_max >= *total.stalls.iter().min().unwrap());
+    assert!(!total.report.stalls.is_empty());
+    assert!(total.report.stall_max >= *total.report.stalls.iter().min().unwrap());
 }
 
 #[test]
 fn moves_to_the_current_tier_and_duplicates_are_skipped() {
     let rig = rig(FRAMES, FRAMES, false);
     let tier = rig.mem.location(0).unwrap().tier;
-    let r = rig.migrator.migrate(&[
+    let r = rig.migrator.migrate_moves(&[
         Move {
             frame: 0,
             to_tier: tier,
@@ -482,7 +472,12 @@ fn moves_to_the_current_tier_and_duplicates_are_skipped() {
         },
     ]);
     assert_eq!(
-        (r.requested, r.moved, r.skipped, r.aborted),
+        (
+            r.report.requested,
+            r.report.moved,
+            r.report.skipped,
+            r.report.aborted
+        ),
         (5, 1, 2, 2),
         "{r:?}"
     );
@@ -505,8 +500,8 @@ fn consecutive_frames_get_consecutive_slots_and_one_mapping() {
         .into_iter()
         .map(|frame| Move { frame, to_tier: 1 })
         .collect();
-    let r = rig.migrator.migrate(&batch);
-    assert_eq!((r.moved, r.aborted), (4, 0), "{r:?}");
+    let r = rig.migrator.migrate_moves(&batch);
+    assert_eq!((r.report.moved, r.report.aborted), (4, 0), "{r:?}");
     let slots: Vec<usize> = (2..=5)
         .map(|f| {
             let at = rig.mem.location(f).unwrap();
@@ -528,11 +523,11 @@ fn a_failed_move_keeps_the_source_readable_with_latest_data() {
     let (frame, host, before) = fed_first_frame(&rig);
     for step in [Step::Copy, Step::Remap] {
         rig.migrator.faults().unwrap().fail_next(step, 1);
-        let r = rig.migrator.migrate(&[Move {
+        let r = rig.migrator.migrate_moves(&[Move {
             frame,
             to_tier: 1 - before.tier,
         }]);
-        assert_eq!(r.aborted, 1, "{step:?}");
+        assert_eq!(r.report.aborted, 1, "{step:?}");
         assert_eq!(rig.mem.location(frame), Some(before));
         assert_eq!(read_host_u64(host), 0xfeed);
         // Writable again: protection was lifted.
@@ -546,15 +541,15 @@ fn a_failed_registration_keeps_the_move_and_the_next_protect_registers() {
     let rig = rig(FRAMES, FRAMES, false);
     let (frame, host, from) = fed_first_frame(&rig);
     rig.migrator.faults().unwrap().fail_next(Step::Register, 1);
-    let r = rig.migrator.migrate(&[Move {
+    let r = rig.migrator.migrate_moves(&[Move {
         frame,
         to_tier: 1 - from.tier,
     }]);
     // The new mapping took writes the moment it was mapped: rolling back
     // would lose them, so the move stands.
-    assert_eq!((r.moved, r.aborted), (1, 0), "{r:?}");
+    assert_eq!((r.report.moved, r.report.aborted), (1, 0), "{r:?}");
     assert!(
-        r.errors.iter().any(|e| e.contains("not registered")),
+        r.warnings.iter().any(|e| e.step == MoveStep::Register),
         "{r:?}"
     );
     assert_eq!(rig.mem.location(frame).unwrap().tier, 1 - from.tier);
@@ -563,12 +558,12 @@ fn a_failed_registration_keeps_the_move_and_the_next_protect_registers() {
     rig.mem.verify_backing().unwrap();
     // Unregistered, the frame cannot be write-protected until the next
     // move registers it.
-    let r = rig.migrator.migrate(&[Move {
+    let r = rig.migrator.migrate_moves(&[Move {
         frame,
         to_tier: from.tier,
     }]);
-    assert_eq!((r.moved, r.aborted), (1, 0), "{r:?}");
-    assert!(r.errors.is_empty(), "{r:?}");
+    assert_eq!((r.report.moved, r.report.aborted), (1, 0), "{r:?}");
+    assert_eq!(r.errors().count(), 0, "{r:?}");
     assert_eq!(read_host_u64(host), 0xbeef);
     rig.mem.verify_backing().unwrap();
 }
@@ -583,7 +578,7 @@ fn a_move_into_a_full_tier_uses_the_slot_a_demotion_frees() {
             .unwrap()
     };
     let (hot, cold) = (on(1), on(0));
-    let r = rig.migrator.migrate(&[
+    let r = rig.migrator.migrate_moves(&[
         Move {
             frame: hot,
             to_tier: 0,
@@ -593,7 +588,11 @@ fn a_move_into_a_full_tier_uses_the_slot_a_demotion_frees() {
             to_tier: 1,
         },
     ]);
-    assert_eq!((r.moved, r.exchanged, r.aborted), (2, 0, 0), "{r:?}");
+    assert_eq!(
+        (r.report.moved, r.report.exchanged, r.report.aborted),
+        (2, 0, 0),
+        "{r:?}"
+    );
     assert_eq!(rig.mem.location(hot).unwrap().tier, 0);
     assert_eq!(rig.mem.location(cold).unwrap().tier, 1);
     rig.mem.verify_backing().unwrap();
@@ -642,7 +641,7 @@ fn preallocated_tiers_keep_released_memory_and_lose_no_write() {
         guard: None,
     };
     let total = under_fire(&rig, |r| random_moves(r, 1000, 8));
-    assert_eq!(total.aborted, 0, "{:?}", total.errors);
+    assert_eq!(total.report.aborted, 0, "{:?}", total.failed);
     for t in rig.mem.tiers() {
         assert!(
             (0..t.slot_count()).all(|s| t.slot_has_data(s).unwrap()),
