@@ -10,7 +10,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::config::ConfigError;
+use crate::config_error::ConfigError;
 use crate::host_tiers;
 use crate::tier::{BackendSpec, TierSpec};
 

@@ -18,8 +18,10 @@
 //!   [`TieredMemory::frame_nodes`] says where a frame's pages are.
 
 mod backend;
+mod backend_error;
 mod backing;
 mod config;
+mod config_error;
 mod error;
 mod file_backend;
 mod frame_table;
@@ -34,21 +36,25 @@ pub mod migrate;
 mod move_pages;
 mod numa;
 mod numa_check;
+mod numa_error;
 mod placement;
 mod policy;
 mod proc_maps;
 mod runs;
 mod shared_numa;
 pub mod size;
+mod size_limits;
 mod slots;
 pub mod tier;
 mod tiered;
 pub mod uffd;
 mod verify;
 
-pub use backend::{BackendError, BackendKind, TierBackend};
+pub use backend::{BackendKind, TierBackend};
+pub use backend_error::BackendError;
 pub use backing::{Backing, BackingParseError};
-pub use config::{ConfigError, DEFAULT_FRAME_SIZE, MAX_SIZE, MIN_FRAME_SIZE, MemoryConfig};
+pub use config::MemoryConfig;
+pub use config_error::ConfigError;
 pub use error::Error;
 pub use frame_table::{FrameTable, MappedRegion};
 pub use host::{
@@ -59,11 +65,12 @@ pub use layout::{HIGH_RAM_START, MMIO_HOLE_START, RamRegion, ram_regions};
 pub use ledger::LedgerError;
 pub use migrate::{BatchReport, Migrator, Move};
 pub use numa_check::NodeCounts;
+pub use numa_error::NumaError;
 pub use placement::{Location, PlacementError, PlacementMap, PlacementSnapshot};
 pub use policy::{Placement, PlacementParseError};
 pub use proc_maps::MapsError;
-pub use shared_numa::NumaError;
 pub use size::{GIB, KIB, MIB, SizeError, TIB, format_size, format_size_arg, parse_size};
+pub use size_limits::{DEFAULT_FRAME_SIZE, MAX_SIZE, MIN_FRAME_SIZE};
 pub use slots::{SlotAllocator, SlotError};
 pub use tier::{BackendSpec, TierSpec, TierSpecError};
 pub use tiered::{TierUsage, TieredMemory};

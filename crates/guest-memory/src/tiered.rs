@@ -21,7 +21,8 @@ use vm_memory::GuestMemoryMmap;
 
 use crate::backend::TierBackend;
 use crate::backing::Backing;
-use crate::config::{ConfigError, MemoryConfig, Plan, validate};
+use crate::config::{MemoryConfig, Plan, validate};
+use crate::config_error::ConfigError;
 use crate::error::Error;
 use crate::frame_table::{FrameTable, MappedRegion};
 use crate::guest_ranges::{GuestRanges, map_all, map_run};
