@@ -12,7 +12,7 @@ use thiserror::Error;
 
 use crate::config_error::ConfigError;
 use crate::host_tiers;
-use crate::tier::{BackendSpec, TierSpec};
+use crate::tier_spec::{BackendSpec, TierSpec};
 
 /// The backing mode of guest RAM.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -12,10 +12,10 @@ use crate::backend::{BackendKind, PlannedTier};
 use crate::backing::{self, Backing};
 use crate::config_error::ConfigError;
 use crate::host::{self, HUGEPAGE_SIZE};
+use crate::initial_placement::Placement;
 use crate::layout::{RamRegion, ram_regions};
-use crate::policy::Placement;
 use crate::size_limits::{DEFAULT_FRAME_SIZE, MAX_SIZE, MIN_FRAME_SIZE};
-use crate::tier::{BackendSpec, TierSpec};
+use crate::tier_spec::{BackendSpec, TierSpec};
 
 /// Guest memory as configured.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
