@@ -15,9 +15,9 @@ use tiering::TieringPolicy;
 use crate::devices::console::{ConsoleConfig, ConsoleOutput};
 use crate::graceful_stop::DEFAULT_STOP_GRACE;
 use crate::linux::{DEFAULT_CMDLINE, LinuxBoot};
-use crate::migration::{MigrationConfig, MigratorKind};
 use crate::output_check::{OutputPathError, check_output_path};
 use crate::vm::{PayloadSource, VmConfig};
+use crate::vm_tiering::migration::{MigrationConfig, MigratorKind};
 
 /// The demo workload `tiervisor run` runs without arguments.
 pub const DEFAULT_WORKLOAD: &str = "hotset";

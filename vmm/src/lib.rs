@@ -4,10 +4,11 @@
 //! and boot ([`payload`]), Linux kernels and their boot ([`linux`],
 //! [`vm_linux`]), devices ([`devices`]), vCPU threads ([`vcpu`]),
 //! pausing and stopping them ([`pause`], [`vcpu_control`]), the VM
-//! ([`vm`], [`vm_engine`]), the operator API's side ([`controller`]), the
-//! command line ([`cli`]), stopping on the operator's signals
-//! ([`stop_signals`], [`graceful_stop`]) and what a run reports
-//! ([`guest_state`], [`report`], [`status`]).
+//! ([`vm`], [`vm_error`]) and its tiering side: dirty log, write guard,
+//! migrator, trackers and engine ([`vm_tiering`]), the operator API's
+//! side ([`controller`]), the command line ([`cli`]), stopping on the
+//! operator's signals ([`stop_signals`], [`graceful_stop`]) and what a
+//! run reports ([`guest_state`], [`report`], [`status`]).
 
 pub mod acpi;
 pub mod arch;
@@ -18,7 +19,6 @@ pub mod devices;
 pub mod graceful_stop;
 pub mod guest_state;
 pub mod linux;
-pub mod migration;
 pub mod output_check;
 pub mod pause;
 pub mod payload;
@@ -30,10 +30,12 @@ pub mod stop_signals;
 pub mod vcpu;
 pub mod vcpu_control;
 pub mod vm;
-pub mod vm_engine;
+pub mod vm_error;
 pub mod vm_linux;
-pub mod vm_trackers;
-pub mod write_stop;
+pub mod vm_tiering;
+
+/// Migration settings kept at their old path (`vmm::migration`).
+pub use vm_tiering::migration;
 
 /// An error and its causes on one line, for command-line reports.
 pub fn error_chain(e: &dyn std::error::Error) -> String {

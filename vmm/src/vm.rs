@@ -12,37 +12,33 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use kvm_bindings::kvm_userspace_memory_region;
-use kvm_ioctls::{Kvm, VmFd};
-use thiserror::Error;
+use kvm_ioctls::{Kvm, VcpuFd, VmFd};
 
-use access_track::{
-    AccessTracker, FaultSampleConfig, KvmDirtyLog, Memslot, TrackerBuildError, TrackerKind,
-    UnknownTracker,
-};
+use access_track::{AccessTracker, FaultSampleConfig, KvmDirtyLog, TrackerKind};
 use guest_abi::GpaRange;
-use guest_memory::migrate::{GuardError, GuardOptions, HostWriteLog, WriteGuard};
-use guest_memory::{BackendKind, MemoryConfig, Migrator, TierUsage, TieredMemory};
+use guest_memory::migrate::{HostWriteLog, WriteGuard};
+use guest_memory::{MemoryConfig, Migrator, TierUsage, TieredMemory};
 use tiering::{Engine, EngineError, TieringPolicy};
 
-use crate::arch::regs::{self, EntryState, RegsError};
+use crate::arch::regs::{self, EntryState};
 use crate::devices::console::ConsoleConfig;
 use crate::devices::hypercall::{HypercallDevice, LogSink};
 use crate::devices::power_button::PowerButton;
 use crate::guest_state::GuestState;
-use crate::linux::{LinuxBoot, LinuxError, LinuxPlan};
-use crate::migration::{self, MigrationConfig, MigrationError, MigratorKind};
+use crate::linux::{LinuxBoot, LinuxPlan};
 use crate::pause::PauseGate;
-use crate::payload::boot::{BootError, BootPlan};
-use crate::payload::elf::{self, ElfError, PayloadImage};
+use crate::payload::boot::BootPlan;
+use crate::payload::elf::{self, PayloadImage};
 use crate::payload::embedded::WORKLOADS_ELF;
 use crate::vcpu::{self, Vcpu, VcpuEnd, VcpuIo};
 use crate::vcpu_control::{VcpuControl, VcpuThreads};
-pub use crate::vm_engine::EngineStart;
-use crate::vm_engine::{PendingParts, VmEngine};
+pub use crate::vm_error::VmError;
+use crate::vm_error::kvm_err;
 use crate::vm_linux::{self, LinuxDevices};
-use crate::vm_trackers::VmTrackers;
-use crate::write_stop::VcpuWriteStop;
+pub use crate::vm_tiering::engine::EngineStart;
+use crate::vm_tiering::migration::MigrationConfig;
+use crate::vm_tiering::write_stop::VcpuWriteStop;
+use crate::vm_tiering::{TieringParts, TieringPlan, TieringRequest, VmTiering};
 
 /// What the guest runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,89 +74,6 @@ pub struct VmConfig {
     /// The tiering engine's policy; `None` runs no engine. Needs a
     /// migrator.
     pub tiering: Option<TieringPolicy>,
-}
-
-/// Errors creating or running a VM.
-#[derive(Debug, Error)]
-pub enum VmError {
-    /// Zero vCPUs or more than KVM allows.
-    #[error("vCPU count {requested} not in 1..={max}")]
-    VcpuCount {
-        /// Requested count.
-        requested: u32,
-        /// KVM's limit.
-        max: u32,
-    },
-    /// The embedded workload argument string is invalid.
-    #[error("workload: {0}")]
-    Workload(String),
-    /// The payload file could not be read.
-    #[error("reading payload {path}")]
-    ReadPayload {
-        /// The file.
-        path: PathBuf,
-        /// The error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The payload image is invalid.
-    #[error("payload: {0}")]
-    Elf(#[from] ElfError),
-    /// The Linux kernel, initramfs or command line cannot boot.
-    #[error("linux: {0}")]
-    Linux(#[from] LinuxError),
-    /// The ACPI tables could not be built for this VM.
-    #[error("ACPI tables")]
-    Acpi(#[from] crate::acpi::AcpiError),
-    /// The serial console could not be set up (its file, its eventfd).
-    #[error("serial console")]
-    Console(#[source] std::io::Error),
-    /// The ACPI power button could not be wired.
-    #[error("power button")]
-    PowerButton(#[from] crate::devices::power_button::PowerButtonError),
-    /// Boot state could not be planned or written.
-    #[error("boot: {0}")]
-    Boot(#[from] BootError),
-    /// Guest memory could not be created.
-    #[error("guest memory: {0}")]
-    Memory(#[from] guest_memory::Error),
-    /// A KVM ioctl failed.
-    #[error("KVM: {what}")]
-    Kvm {
-        /// The operation.
-        what: &'static str,
-        /// The error.
-        #[source]
-        source: kvm_ioctls::Error,
-    },
-    /// vCPU register setup failed.
-    #[error("vCPU setup: {0}")]
-    Regs(#[from] RegsError),
-    /// A thread could not be started or a signal installed.
-    #[error("starting vCPU threads")]
-    Thread(#[source] std::io::Error),
-    /// Migration could not be set up.
-    #[error("migration: {0}")]
-    Migration(#[from] MigrationError),
-    /// The userfaultfd guard for fault sampling could not be set up.
-    #[error("fault sampling: userfaultfd guard")]
-    Guard(#[from] GuardError),
-    /// No tracker of that name.
-    #[error(transparent)]
-    UnknownTracker(#[from] UnknownTracker),
-    /// A tracker could not be built.
-    #[error("tracker: {0}")]
-    Tracker(#[from] TrackerBuildError),
-    /// Tiering asked for without a migrator.
-    #[error("tiering needs a migrator (remap, remap-precopy or kernel)")]
-    TieringWithoutMigrator,
-    /// The tiering engine could not start.
-    #[error("tiering engine")]
-    Engine(#[from] EngineError),
-}
-
-fn kvm_err(what: &'static str) -> impl FnOnce(kvm_ioctls::Error) -> VmError {
-    move |source| VmError::Kvm { what, source }
 }
 
 /// How the whole VM ended.
@@ -293,19 +206,194 @@ enum GuestPlan<'a> {
     Linux(LinuxPlan),
 }
 
+impl<'a> GuestPlan<'a> {
+    /// Plans the guest of `config` in `ram`: a Linux boot, or a payload
+    /// image (`file`, the payload file's bytes, or else the embedded
+    /// workloads) and its boot plan, the embedded workload's arguments
+    /// checked against the room the plan leaves them.
+    fn new(config: &VmConfig, ram: &[GpaRange], file: Option<&'a [u8]>) -> Result<Self, VmError> {
+        if let PayloadSource::Linux(boot) = &config.payload {
+            return Ok(GuestPlan::Linux(LinuxPlan::new(boot, ram)?));
+        }
+        let workload = match &config.payload {
+            PayloadSource::Embedded => Some(
+                workloads::Spec::parse(&config.args)
+                    .map_err(|e| VmError::Workload(e.to_string()))?,
+            ),
+            _ => None,
+        };
+        let image = elf::parse(file.unwrap_or(WORKLOADS_ELF), ram)?;
+        let plan = BootPlan::new(&image, ram, config.vcpus, &config.args, 0)?;
+        if let Some(spec) = &workload {
+            spec.buffer_bytes(plan.first_free_bytes())
+                .map_err(|e| VmError::Workload(e.to_string()))?;
+        }
+        Ok(GuestPlan::Payload { image, plan })
+    }
+
+    /// A Linux guest's platform and devices; none for a payload. The
+    /// interrupt controllers come before the vCPUs (their local APICs
+    /// come with them), the devices after the controllers (the serial
+    /// IRQ needs the irqchip).
+    fn create_devices(
+        &self,
+        vm_fd: &VmFd,
+        console: &ConsoleConfig,
+    ) -> Result<Option<LinuxDevices>, VmError> {
+        match self {
+            GuestPlan::Linux(_) => {
+                vm_linux::create_platform(vm_fd)?;
+                Ok(Some(LinuxDevices::new(vm_fd, console)?))
+            }
+            GuestPlan::Payload { .. } => Ok(None),
+        }
+    }
+
+    /// Writes the boot image into `memory` and sets up the vCPUs `fds`
+    /// to enter it.
+    fn write_boot(
+        &mut self,
+        kvm: &Kvm,
+        fds: &[VcpuFd],
+        memory: &TieredMemory,
+        config: &VmConfig,
+    ) -> Result<(), VmError> {
+        match self {
+            GuestPlan::Payload { image, plan } => {
+                plan.info.tsc_khz = fds[0].get_tsc_khz().map_or(0, u64::from);
+                plan.write(memory.guest_memory(), image, &config.args)?;
+                let cpuid = regs::guest_cpuid(kvm)?;
+                for (index, fd) in (0..config.vcpus).zip(fds) {
+                    regs::setup_payload_vcpu(
+                        fd,
+                        &cpuid,
+                        &EntryState {
+                            rip: image.entry,
+                            stack_top: plan.stack_tops[index as usize],
+                            vcpu_index: u64::from(index),
+                            vcpu_count: u64::from(config.vcpus),
+                            boot_info: crate::arch::layout::BOOT_INFO_GPA,
+                        },
+                    )?;
+                }
+            }
+            GuestPlan::Linux(plan) => {
+                let entry = vm_linux::write_boot(plan, memory.guest_memory(), config.vcpus)?;
+                vm_linux::setup_vcpus(kvm, fds, &entry)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The guest's free RAM as its boot info describes it; none for a
+    /// Linux guest.
+    fn free(&self) -> Vec<GpaRange> {
+        match self {
+            GuestPlan::Payload { plan, .. } => plan.info.free().to_vec(),
+            GuestPlan::Linux(_) => Vec::new(),
+        }
+    }
+}
+
+/// Opens `/dev/kvm` and checks that it runs `vcpus` vCPUs.
+fn open_kvm(vcpus: u32) -> Result<Kvm, VmError> {
+    let kvm = Kvm::new().map_err(kvm_err("opening /dev/kvm"))?;
+    let max = u32::try_from(kvm.get_max_vcpus()).unwrap_or(u32::MAX);
+    if vcpus == 0 || vcpus > max {
+        return Err(VmError::VcpuCount {
+            requested: vcpus,
+            max,
+        });
+    }
+    Ok(kvm)
+}
+
+/// Guest RAM of `memory`'s size, as GPA ranges.
+fn ram_ranges(memory: &MemoryConfig) -> Vec<GpaRange> {
+    guest_memory::ram_regions(memory.size)
+        .iter()
+        .map(|r| GpaRange {
+            start: r.gpa,
+            len: r.len,
+        })
+        .collect()
+}
+
+/// The payload file's bytes, when the payload is a file.
+fn read_payload_file(payload: &PayloadSource) -> Result<Option<Vec<u8>>, VmError> {
+    let PayloadSource::File(path) = payload else {
+        return Ok(None);
+    };
+    std::fs::read(path)
+        .map(Some)
+        .map_err(|source| VmError::ReadPayload {
+            path: path.clone(),
+            source,
+        })
+}
+
+/// What the VM asks of its tiering side.
+fn tiering_request<'a>(config: &'a VmConfig, options: &'a VmOptions) -> TieringRequest<'a> {
+    TieringRequest {
+        migration: &config.migration,
+        dirty_log_tracking: config.dirty_log_tracking,
+        policy: config.tiering.as_ref(),
+        trackers: &options.trackers,
+        engine_start: options.engine_start,
+    }
+}
+
+/// The KVM vCPUs `0..count`.
+fn create_vcpu_fds(vm_fd: &VmFd, count: u32) -> Result<Vec<VcpuFd>, VmError> {
+    (0..count)
+        .map(|index| {
+            vm_fd
+                .create_vcpu(u64::from(index))
+                .map_err(kvm_err("creating a vCPU"))
+        })
+        .collect()
+}
+
+/// The end of guest RAM: the host write log covers the GPAs below it.
+fn ram_end(memory: &TieredMemory) -> u64 {
+    memory
+        .regions()
+        .iter()
+        .map(|r| r.gpa + r.len)
+        .max()
+        .unwrap_or(0)
+}
+
+/// Where the vCPUs' exits go: a Linux guest's port I/O bus, or a
+/// payload's hypercall device.
+fn vcpu_io(
+    linux: Option<&LinuxDevices>,
+    memory: &TieredMemory,
+    state: &Arc<GuestState>,
+    log: LogSink,
+    writes: &Arc<HostWriteLog>,
+) -> VcpuIo {
+    match linux {
+        Some(devices) => VcpuIo::Linux(devices.bus.clone()),
+        None => VcpuIo::Payload(HypercallDevice::new(
+            memory.guest_memory().clone(),
+            state.clone(),
+            log,
+            writes.clone(),
+        )),
+    }
+}
+
 /// A created, not yet running VM.
 #[derive(Debug)]
 pub struct Vm {
-    // Field order is drop order: the engine, vCPUs and the migrator go
-    // before the VM (and its memslots), which goes before the memory that
-    // backs them.
-    engine: VmEngine,
+    // Field order is drop order: the tiering side (engine, migrator,
+    // guard, dirty log) and the vCPUs go before the VM (and its
+    // memslots), which goes before the memory that backs them.
+    tiering: VmTiering,
     vcpus: Vec<Vcpu>,
     threads: Arc<VcpuThreads>,
     gate: Arc<PauseGate>,
-    migrator: Option<Arc<dyn Migrator>>,
-    guard: Option<Arc<WriteGuard>>,
-    dirty_log: Option<KvmDirtyLog>,
     _vm_fd: Arc<VmFd>,
     memory: Arc<TieredMemory>,
     writes: Arc<HostWriteLog>,
@@ -352,230 +440,55 @@ impl Vm {
         log: LogSink,
         options: &VmOptions,
     ) -> Result<Self, VmError> {
-        let trackers = &options.trackers[..];
-        let kvm = Kvm::new().map_err(kvm_err("opening /dev/kvm"))?;
-        let max = u32::try_from(kvm.get_max_vcpus()).unwrap_or(u32::MAX);
-        if config.vcpus == 0 || config.vcpus > max {
-            return Err(VmError::VcpuCount {
-                requested: config.vcpus,
-                max,
-            });
-        }
-        let ram: Vec<GpaRange> = guest_memory::ram_regions(config.memory.size)
-            .iter()
-            .map(|r| GpaRange {
-                start: r.gpa,
-                len: r.len,
-            })
-            .collect();
-        let file_bytes;
-        let mut guest = match &config.payload {
-            PayloadSource::Linux(boot) => GuestPlan::Linux(LinuxPlan::new(boot, &ram)?),
-            payload => {
-                let workload = match payload {
-                    PayloadSource::Embedded => Some(
-                        workloads::Spec::parse(&config.args)
-                            .map_err(|e| VmError::Workload(e.to_string()))?,
-                    ),
-                    _ => None,
-                };
-                let image_bytes = match payload {
-                    PayloadSource::File(path) => {
-                        file_bytes =
-                            std::fs::read(path).map_err(|source| VmError::ReadPayload {
-                                path: path.clone(),
-                                source,
-                            })?;
-                        &file_bytes[..]
-                    }
-                    _ => WORKLOADS_ELF,
-                };
-                let image = elf::parse(image_bytes, &ram)?;
-                let plan = BootPlan::new(&image, &ram, config.vcpus, &config.args, 0)?;
-                if let Some(spec) = &workload {
-                    spec.buffer_bytes(plan.first_free_bytes())
-                        .map_err(|e| VmError::Workload(e.to_string()))?;
-                }
-                GuestPlan::Payload { image, plan }
-            }
-        };
+        let kvm = open_kvm(config.vcpus)?;
+        let ram = ram_ranges(&config.memory);
+        let payload_file = read_payload_file(&config.payload)?;
+        let mut guest = GuestPlan::new(config, &ram, payload_file.as_deref())?;
 
         let memory = Arc::new(TieredMemory::new(&config.memory)?);
         let vm_fd = Arc::new(kvm.create_vm().map_err(kvm_err("creating the VM"))?);
-        let engine_tracker = match &config.tiering {
-            Some(_) if config.migration.migrator == MigratorKind::None => {
-                return Err(VmError::TieringWithoutMigrator);
-            }
-            Some(policy) => Some(policy.tracker.parse::<TrackerKind>()?),
-            None => None,
-        };
-        let trackers: Vec<TrackerKind> = trackers.iter().copied().chain(engine_tracker).collect();
-        let dirty_log = config.migration.migrator.needs_dirty_log()
-            || config.dirty_log_tracking
-            || trackers.iter().any(|t| t.needs_dirty_log());
-        let sampled = trackers.iter().any(|t| t.needs_minor_faults());
-        // Minor faults need shmem: none on hugetlb or file tiers.
-        let shmem = memory
-            .tiers()
-            .iter()
-            .all(|t| matches!(t.kind(), BackendKind::Memfd { hugetlb: false, .. }));
-        let guard_options = GuardOptions {
-            minor_faults: sampled && shmem,
-        };
-        if dirty_log {
-            access_track::enable_manual_protect(&vm_fd).map_err(MigrationError::from)?;
-        }
-        let mut memslots = Vec::new();
-        for (slot, region) in memory.regions().iter().enumerate() {
-            memslots.push(Memslot {
-                slot: slot as u32,
-                gpa: region.gpa,
-                len: region.len,
-            });
-            let slot_region = kvm_userspace_memory_region {
-                slot: slot as u32,
-                flags: if dirty_log {
-                    kvm_bindings::KVM_MEM_LOG_DIRTY_PAGES
-                } else {
-                    0
-                },
-                guest_phys_addr: region.gpa,
-                memory_size: region.len,
-                userspace_addr: region.host_addr,
-            };
-            // SAFETY: the host range is mapped by `memory`, which the Vm
-            // keeps alive until after the VM fd (and so the memslot) is gone.
-            unsafe { vm_fd.set_user_memory_region(slot_region) }
-                .map_err(kvm_err("registering a memory slot"))?;
-        }
+        let tiering = TieringPlan::new(tiering_request(config, options), &memory)?;
+        let memslots = tiering.register_memslots(&vm_fd, &memory)?;
+        let linux = guest.create_devices(&vm_fd, &options.console)?;
+        let fds = create_vcpu_fds(&vm_fd, config.vcpus)?;
+        guest.write_boot(&kvm, &fds, &memory, config)?;
 
-        let linux = match &guest {
-            GuestPlan::Linux(_) => {
-                // The interrupt controllers before the vCPUs (their local
-                // APICs come with them), the devices after (the serial
-                // IRQ needs the irqchip).
-                vm_linux::create_platform(&vm_fd)?;
-                Some(LinuxDevices::new(&vm_fd, &options.console)?)
-            }
-            GuestPlan::Payload { .. } => None,
-        };
-        let mut fds = Vec::new();
-        for index in 0..config.vcpus {
-            fds.push(
-                vm_fd
-                    .create_vcpu(u64::from(index))
-                    .map_err(kvm_err("creating a vCPU"))?,
-            );
-        }
-        match &mut guest {
-            GuestPlan::Payload { image, plan } => {
-                plan.info.tsc_khz = fds[0].get_tsc_khz().map_or(0, u64::from);
-                plan.write(memory.guest_memory(), image, &config.args)?;
-                let cpuid = regs::guest_cpuid(&kvm)?;
-                for (index, fd) in (0..config.vcpus).zip(&fds) {
-                    regs::setup_payload_vcpu(
-                        fd,
-                        &cpuid,
-                        &EntryState {
-                            rip: image.entry,
-                            stack_top: plan.stack_tops[index as usize],
-                            vcpu_index: u64::from(index),
-                            vcpu_count: u64::from(config.vcpus),
-                            boot_info: crate::arch::layout::BOOT_INFO_GPA,
-                        },
-                    )?;
-                }
-            }
-            GuestPlan::Linux(plan) => {
-                let entry = vm_linux::write_boot(plan, memory.guest_memory(), config.vcpus)?;
-                vm_linux::setup_vcpus(&kvm, &fds, &entry)?;
-            }
-        }
-
-        let ram_end = memory
-            .regions()
-            .iter()
-            .map(|r| r.gpa + r.len)
-            .max()
-            .unwrap_or(0);
-        let writes = Arc::new(HostWriteLog::new(ram_end));
-        let kvm_dirty = dirty_log.then(|| KvmDirtyLog::new(vm_fd.clone(), memslots));
+        // The migrator and the engine come after the boot image: the
+        // guard write-protects guest memory, the engine moves frames.
+        let writes = Arc::new(HostWriteLog::new(ram_end(&memory)));
         let gate = Arc::new(PauseGate::new());
         let threads = Arc::new(VcpuThreads::default());
-        let write_stop = Arc::new(VcpuWriteStop::new(
-            gate.clone(),
-            threads.clone(),
-            writes.clone(),
-        ));
-        let setup = migration::build(
-            &config.migration,
-            &memory,
-            kvm_dirty.as_ref(),
-            &writes,
-            guard_options,
-            write_stop,
+        let write_stop = VcpuWriteStop::new(gate.clone(), threads.clone(), writes.clone());
+        let tiering = VmTiering::new(
+            tiering,
+            TieringParts {
+                vm_fd: &vm_fd,
+                memslots,
+                memory: &memory,
+                writes: &writes,
+                write_stop: Arc::new(write_stop),
+            },
         )?;
-        let (migrator, mut guard) = match setup {
-            Some(s) => (Some(s.migrator), s.guard),
-            None => (None, None),
-        };
-        if guard.is_none() && guard_options.minor_faults {
-            // One userfaultfd per VM: without a remap migrator, fault
-            // sampling gets a guard of its own.
-            guard = Some(Arc::new(WriteGuard::with_options(
-                memory.regions(),
-                guard_options,
-            )?));
-        }
 
         let state = Arc::new(GuestState::new(config.vcpus));
         let stop = Arc::new(AtomicBool::new(false));
-        let io = match &linux {
-            Some(devices) => VcpuIo::Linux(devices.bus.clone()),
-            None => VcpuIo::Payload(HypercallDevice::new(
-                memory.guest_memory().clone(),
-                state.clone(),
-                log,
-                writes.clone(),
-            )),
-        };
-        let mut vcpus = Vec::new();
-        for (index, fd) in (0..config.vcpus).zip(fds) {
-            vcpus.push(Vcpu::new(index, fd, io.clone(), stop.clone(), gate.clone()));
-        }
-        let engine = match (&config.tiering, &migrator) {
-            (Some(policy), Some(m)) => VmEngine::new(
-                PendingParts {
-                    migrator: m.clone(),
-                    trackers: VmTrackers {
-                        memory: memory.clone(),
-                        dirty_log: kvm_dirty.clone(),
-                        guard: guard.clone(),
-                    },
-                },
-                policy.clone(),
-                options.engine_start,
-            )?,
-            _ => VmEngine::None,
-        };
+        let io = vcpu_io(linux.as_ref(), &memory, &state, log, &writes);
+        let vcpus = (0..config.vcpus)
+            .zip(fds)
+            .map(|(index, fd)| Vcpu::new(index, fd, io.clone(), stop.clone(), gate.clone()))
+            .collect();
         Ok(Vm {
-            engine,
+            tiering,
             vcpus,
             threads,
             gate,
-            migrator,
-            guard,
-            dirty_log: kvm_dirty,
             _vm_fd: vm_fd,
             memory,
             writes,
             state,
             stop,
             timeout: config.timeout,
-            free: match &guest {
-                GuestPlan::Payload { plan, .. } => plan.info.free().to_vec(),
-                GuestPlan::Linux(_) => Vec::new(),
-            },
+            free: guest.free(),
             linux,
         })
     }
@@ -586,26 +499,26 @@ impl Vm {
     /// or [`run`](Self::run)) until `run` returns; its snapshots stay
     /// readable after.
     pub fn engine(&self) -> Option<&Arc<Engine>> {
-        self.engine.engine()
+        self.tiering.engine()
     }
 
     /// Starts a tiering engine deferred by [`EngineStart::AtBoot`]
     /// (nothing to do otherwise). On failure nothing has started, and the
     /// engine stays deferred.
     pub fn start_engine(&mut self) -> Result<(), VmError> {
-        Ok(self.engine.start()?)
+        Ok(self.tiering.start_engine()?)
     }
 
     /// The tiering policy in force or waiting for the engine to start;
     /// `None` without tiering.
     pub fn tiering_policy(&self) -> Option<TieringPolicy> {
-        self.engine.policy()
+        self.tiering.policy()
     }
 
     /// Replaces the tiering policy as a whole, before or after the engine
     /// starts; an invalid one changes nothing. `None` without tiering.
     pub fn set_tiering_policy(&mut self, policy: TieringPolicy) -> Option<Result<(), EngineError>> {
-        self.engine.set_policy(policy)
+        self.tiering.set_policy(policy)
     }
 
     /// A handle that pauses, resumes and stops the vCPUs from any thread,
@@ -621,19 +534,19 @@ impl Vm {
     /// The VM's migrator, if one is configured: `migrate(frames, to_tier)`
     /// for whoever moves frames (the tiering engine, tests, benchmarks).
     pub fn migrator(&self) -> Option<&Arc<dyn Migrator>> {
-        self.migrator.as_ref()
+        self.tiering.migrator()
     }
 
     /// The VM's KVM dirty log, when it is on (pre-copy migration or the
     /// dirty-log tracker); subscribe to read it.
     pub fn dirty_log(&self) -> Option<&KvmDirtyLog> {
-        self.dirty_log.as_ref()
+        self.tiering.dirty_log()
     }
 
     /// The VM's userfaultfd guard: the remap migrators' write guard, or
     /// the fault sampler's.
     pub fn guard(&self) -> Option<&Arc<WriteGuard>> {
-        self.guard.as_ref()
+        self.tiering.guard()
     }
 
     /// A new access tracker of `kind` for this VM (`fault` sets the fault
@@ -646,12 +559,7 @@ impl Vm {
         kind: TrackerKind,
         fault: FaultSampleConfig,
     ) -> Result<Box<dyn AccessTracker>, VmError> {
-        Ok(kind.build(
-            &self.memory,
-            self.dirty_log.as_ref(),
-            self.guard.as_ref(),
-            fault,
-        )?)
+        Ok(self.tiering.tracker(kind, fault)?)
     }
 
     /// [`tracker`](Self::tracker) by name: `dirty-log`, `fault-sample` or

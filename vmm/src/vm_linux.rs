@@ -2,7 +2,8 @@
 //! PIC, IOAPIC and local APICs, the PIT), the serial console and i8042 on
 //! the port I/O bus, the boot image in guest memory, and each vCPU's CPU
 //! state. Guest memory, memslots, migration, trackers and the tiering
-//! engine are built by [`crate::vm`] exactly as for payload guests.
+//! engine are built by [`crate::vm`] (its tiering side by
+//! [`crate::vm_tiering`]) exactly as for payload guests.
 
 use std::sync::Arc;
 
@@ -24,7 +25,7 @@ use crate::devices::power_button::PowerButton;
 use crate::devices::serial::{InputPump, SerialConsole};
 use crate::linux::LinuxPlan;
 use crate::linux::layout::BOOT_STACK_GPA;
-use crate::vm::VmError;
+use crate::vm_error::{VmError, kvm_err};
 
 /// Where the TSS of real-mode emulation goes on Intel hosts: three pages
 /// at the top of the 32-bit space, inside the MMIO hole, clear of the
@@ -32,10 +33,6 @@ use crate::vm::VmError;
 const KVM_TSS_ADDRESS: usize = 0xfffb_d000;
 /// `KVM_PIT_SPEAKER_DUMMY`: KVM answers the speaker port (0x61) itself.
 const PIT_SPEAKER_DUMMY: u32 = 1;
-
-fn kvm_err(what: &'static str) -> impl FnOnce(kvm_ioctls::Error) -> VmError {
-    move |source| VmError::Kvm { what, source }
-}
 
 /// The in-kernel interrupt controllers and PIT. Must come before the
 /// vCPUs, whose local APICs KVM creates with them.

@@ -1,14 +1,12 @@
 //! [`ApiServer`]: starts the listeners and the accept thread, says when
 //! `vmm.shutdown` has been answered, and stops.
 
-use std::io;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use thiserror::Error;
 use vmm_sys_util::eventfd::{EFD_CLOEXEC, EventFd};
 
 use crate::control::VmmControl;
@@ -18,63 +16,11 @@ use crate::server::connections::Connections;
 use crate::server::listener::{AcceptLoop, Listener, SocketFile, bind_tcp, bind_unix};
 use crate::server::request::Limits;
 use crate::server::router::Router;
+use crate::server::server_error::ServerError;
 use crate::server::shutdown::ShutdownSignal;
 
 /// How long [`ApiServer::stop`] waits for connection threads to end.
 const STOP_GRACE: Duration = Duration::from_secs(5);
-
-/// Why the server could not start.
-#[derive(Debug, Error)]
-pub enum ServerError {
-    /// Neither a unix socket nor a TCP address.
-    #[error("nothing to listen on: give a unix socket or a TCP address")]
-    NoListener,
-    /// TCP without a bearer token.
-    #[error("the TCP API needs a bearer token (--api-token-file)")]
-    TcpWithoutToken,
-    /// An empty token or one with spaces or control characters.
-    #[error("the bearer token must be printable ASCII without spaces, and not empty")]
-    BadToken,
-    /// The token file cannot be read.
-    #[error("cannot read the token file {}", .path.display())]
-    TokenFile {
-        /// The file.
-        path: PathBuf,
-        /// The cause.
-        #[source]
-        source: io::Error,
-    },
-    /// A limit or timeout of zero.
-    #[error("{0} must not be zero")]
-    ZeroLimit(&'static str),
-    /// Another process answers on the socket.
-    #[error("{} is in use: another VMM answers on it", .0.display())]
-    SocketInUse(PathBuf),
-    /// The socket path names something that is not a socket.
-    #[error("{} exists and is not a socket: not replacing it", .0.display())]
-    NotASocket(PathBuf),
-    /// The unix socket cannot be created.
-    #[error("cannot create the API socket {}", .path.display())]
-    BindUnix {
-        /// The socket's path.
-        path: PathBuf,
-        /// The cause.
-        #[source]
-        source: io::Error,
-    },
-    /// The TCP address cannot be bound.
-    #[error("cannot listen on {addr}")]
-    BindTcp {
-        /// The address.
-        addr: SocketAddr,
-        /// The cause.
-        #[source]
-        source: io::Error,
-    },
-    /// The accept loop cannot be set up (epoll, eventfd, thread).
-    #[error("cannot start the API's accept loop")]
-    Setup(#[source] io::Error),
-}
 
 /// The API server of one VMM: listens on a unix socket and/or TCP, one
 /// thread accepting and one per connection (up to

@@ -1,6 +1,6 @@
 //! Bearer-token check for TCP clients.
 
-use crate::server::error::ApiError;
+use crate::server::api_error::ApiError;
 use crate::server::request::RequestHead;
 
 /// Checks `Authorization: Bearer <token>` against `token`.

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::control::VmmControl;
+use crate::server::api_error::ApiError;
 use crate::server::auth;
-use crate::server::error::ApiError;
 use crate::server::request::{Limits, ReadError, RequestHead, RequestReader};
 use crate::server::response::{AfterResponse, Connection, Response};
 use crate::server::router::{Request, Router};
@@ -64,7 +64,7 @@ pub(crate) fn serve(stream: Stream, ctx: &Context) {
             Ok(None) | Err(ReadError::Gone) => return,
             Err(ReadError::Respond(e)) => {
                 // The client may be gone already: nothing more to do.
-                if e.into_response()
+                if Response::from(e)
                     .write_to(reader.stream(), Connection::Close)
                     .is_ok()
                 {
@@ -111,7 +111,7 @@ fn dispatch(
 ) -> Option<Outcome> {
     let refuse = |e: ApiError, body_read: bool| {
         Some(Outcome {
-            response: e.into_response(),
+            response: Response::from(e),
             body_read,
         })
     };
@@ -176,9 +176,11 @@ fn dispatch(
     }));
     let response = match handled {
         Ok(Ok(response)) => response,
-        Ok(Err(e)) => e.into_response(),
-        Err(panic) => ApiError::Internal(format!("handler panicked: {}", panic_message(&panic)))
-            .into_response(),
+        Ok(Err(e)) => Response::from(e),
+        Err(panic) => Response::from(ApiError::Internal(format!(
+            "handler panicked: {}",
+            panic_message(&panic)
+        ))),
     };
     Some(Outcome {
         response,

@@ -4,7 +4,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::server::error::ApiError;
+use crate::server::api_error::ApiError;
 
 /// Decodes a required JSON body.
 ///

@@ -20,11 +20,11 @@ use std::time::Duration;
 use vmm_sys_util::epoll::{ControlOperation, Epoll, EpollEvent, EventSet};
 use vmm_sys_util::eventfd::EventFd;
 
-use crate::server::ServerError;
+use crate::server::api_error::ApiError;
 use crate::server::connection::{Context, serve};
 use crate::server::connections::{Connections, Refused};
-use crate::server::error::ApiError;
-use crate::server::response::Connection;
+use crate::server::response::{Connection, Response};
+use crate::server::server_error::ServerError;
 use crate::server::stream::Stream;
 
 /// A socket the server listens on.
@@ -297,9 +297,8 @@ fn refuse(mut stream: Stream, open: usize) {
         .is_ok()
     {
         // The client may be gone: nothing to do then.
-        let _ = ApiError::Unavailable(open)
-            .into_response()
-            .write_to(&mut stream, Connection::Close);
+        let _ =
+            Response::from(ApiError::Unavailable(open)).write_to(&mut stream, Connection::Close);
     }
     let _ = stream.shutdown();
 }

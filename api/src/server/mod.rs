@@ -6,8 +6,9 @@
 //! `request` (limits, timeouts), checks `auth`, asks `router` for the
 //! route (built from the one table in `routes`) → a handler in `handlers`
 //! calls [`VmmControl`](crate::VmmControl) → `response` writes the answer;
-//! `error` is the one place errors become statuses; `prometheus` writes
-//! the metrics format.
+//! `api_error` is the one place errors become statuses; `prometheus`
+//! writes the metrics format. `server_error` says why the server could not
+//! start.
 //!
 //! Limits (each in [`ServerConfig`]): bodies 1 MiB, request line and
 //! headers 16 KiB and 64 fields, 32 connections, 10 s from a request's
@@ -25,12 +26,12 @@
 //!   included); the body itself must be UTF-8 JSON.
 //! * `Expect: 100-continue` is answered before the body is read.
 
+mod api_error;
 mod api_server;
 mod auth;
 mod config;
 mod connection;
 mod connections;
-mod error;
 pub(crate) mod handlers;
 mod json;
 mod listener;
@@ -40,14 +41,16 @@ mod request;
 mod response;
 mod router;
 pub(crate) mod routes;
+mod server_error;
 mod shutdown;
 mod stream;
 
-pub use api_server::{ApiServer, ServerError};
+pub use api_server::ApiServer;
 pub use config::{
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HEAD_BYTES,
     DEFAULT_MAX_HEADERS, DEFAULT_REQUEST_TIMEOUT, DEFAULT_WRITE_TIMEOUT, ServerConfig,
 };
+pub use server_error::ServerError;
 
 /// Every `(method, path)` the server serves, in route-table order.
 pub fn served_routes() -> Vec<(&'static str, String)> {

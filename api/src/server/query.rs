@@ -1,7 +1,7 @@
 //! Query strings: `name=value` pairs, percent-decoded, each name at most
 //! once; and the one query the API takes, `vm.tiering.frames`'s page.
 
-use crate::server::error::ApiError;
+use crate::server::api_error::ApiError;
 use crate::types::{FramesQuery, MAX_FRAMES_PAGE};
 
 /// The page asked of `vm.tiering.frames` (`?offset=&limit=`).

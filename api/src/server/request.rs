@@ -6,7 +6,7 @@
 use std::io::{ErrorKind, Read};
 use std::time::{Duration, Instant};
 
-use crate::server::error::ApiError;
+use crate::server::api_error::ApiError;
 use crate::server::stream::Stream;
 
 /// What one request may take.

@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::server::error::ApiError;
+use crate::server::api_error::ApiError;
 use crate::types::ErrorBody;
 
 /// Content type of JSON bodies.
@@ -136,6 +136,27 @@ impl Response {
         }
         out.write_all(&wire)?;
         out.flush()
+    }
+}
+
+impl From<ApiError> for Response {
+    /// The error's status and JSON body, with the headers the status
+    /// needs.
+    fn from(error: ApiError) -> Self {
+        let mut response = Response::error_body(error.status(), &error.body());
+        match &error {
+            ApiError::Unauthorized(_) => {
+                response.header("WWW-Authenticate", "Bearer realm=\"tiervisor\"".into());
+            }
+            ApiError::MethodNotAllowed { allow, .. } => {
+                response.header("Allow", allow.clone());
+            }
+            ApiError::Unavailable(_) => {
+                response.header("Retry-After", "1".into());
+            }
+            _ => {}
+        }
+        response
     }
 }
 

@@ -4,7 +4,7 @@
 use utoipa::openapi::path::HttpMethod;
 
 use crate::control::VmmControl;
-use crate::server::error::ApiError;
+use crate::server::api_error::ApiError;
 use crate::server::handlers;
 use crate::server::response::Response;
 use crate::server::routes::api_routes;

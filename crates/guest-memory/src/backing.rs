@@ -10,9 +10,9 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::config::ConfigError;
+use crate::config_error::ConfigError;
 use crate::host_tiers;
-use crate::tier::{BackendSpec, TierSpec};
+use crate::tier_spec::{BackendSpec, TierSpec};
 
 /// The backing mode of guest RAM.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -7,10 +7,10 @@ use thiserror::Error;
 use vm_memory::GuestRegionCollectionError;
 use vm_memory::mmap::MmapRegionError;
 
-use crate::backend::BackendError;
-use crate::config::ConfigError;
+use crate::backend_error::BackendError;
+use crate::config_error::ConfigError;
 use crate::ledger::LedgerError;
-use crate::shared_numa::NumaError;
+use crate::numa_error::NumaError;
 use crate::size::format_size;
 use crate::verify::VerifyError;
 

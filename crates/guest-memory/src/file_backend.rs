@@ -3,7 +3,7 @@
 use std::fs::{File, OpenOptions};
 use std::path::Path;
 
-use crate::backend::BackendError;
+use crate::backend_error::BackendError;
 
 /// Opens a device-DAX device read-write (close-on-exec).
 pub(crate) fn open_device(path: &Path) -> Result<File, BackendError> {

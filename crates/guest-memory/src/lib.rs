@@ -18,14 +18,17 @@
 //!   [`TieredMemory::frame_nodes`] says where a frame's pages are.
 
 mod backend;
+mod backend_error;
 mod backing;
 mod config;
+mod config_error;
 mod error;
 mod file_backend;
 mod frame_table;
 mod guest_ranges;
 mod host;
 mod host_tiers;
+mod initial_placement;
 pub mod layout;
 mod ledger;
 mod mapping;
@@ -34,27 +37,31 @@ pub mod migrate;
 mod move_pages;
 mod numa;
 mod numa_check;
+mod numa_error;
 mod placement;
-mod policy;
 mod proc_maps;
 mod runs;
 mod shared_numa;
 pub mod size;
+mod size_limits;
 mod slots;
-pub mod tier;
+pub mod tier_spec;
 mod tiered;
 pub mod uffd;
 mod verify;
 
-pub use backend::{BackendError, BackendKind, TierBackend};
+pub use backend::{BackendKind, TierBackend};
+pub use backend_error::BackendError;
 pub use backing::{Backing, BackingParseError};
-pub use config::{ConfigError, DEFAULT_FRAME_SIZE, MAX_SIZE, MIN_FRAME_SIZE, MemoryConfig};
+pub use config::MemoryConfig;
+pub use config_error::ConfigError;
 pub use error::Error;
 pub use frame_table::{FrameTable, MappedRegion};
 pub use host::{
     DaxGeometry, HUGEPAGE_SIZE, HostError, available_hugepages, dax_geometry, numa_node_exists,
 };
 pub use host_tiers::{HostTiersError, memory_nodes_fastest_first};
+pub use initial_placement::{Placement, PlacementParseError};
 pub use layout::{HIGH_RAM_START, MMIO_HOLE_START, RamRegion, ram_regions};
 pub use ledger::LedgerError;
 pub use migrate::{
@@ -62,12 +69,14 @@ pub use migrate::{
     StepError,
 };
 pub use numa_check::NodeCounts;
+pub use numa_error::NumaError;
 pub use placement::{Location, PlacementError, PlacementMap, PlacementSnapshot};
-pub use policy::{Placement, PlacementParseError};
 pub use proc_maps::MapsError;
-pub use shared_numa::NumaError;
 pub use size::{GIB, KIB, MIB, SizeError, TIB, format_size, format_size_arg, parse_size};
+pub use size_limits::{DEFAULT_FRAME_SIZE, MAX_SIZE, MIN_FRAME_SIZE};
 pub use slots::{SlotAllocator, SlotError};
-pub use tier::{BackendSpec, TierSpec, TierSpecError};
+/// [`tier_spec`]'s old name, kept for code that still uses it.
+pub use tier_spec as tier;
+pub use tier_spec::{BackendSpec, TierSpec, TierSpecError};
 pub use tiered::{TierUsage, TieredMemory};
 pub use verify::VerifyError;

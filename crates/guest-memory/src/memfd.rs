@@ -5,7 +5,7 @@ use std::fs::File;
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
 
-use crate::backend::BackendError;
+use crate::backend_error::BackendError;
 
 /// Creates a close-on-exec memfd of `size` bytes named after the tier (the
 /// name shows in `/proc/<pid>/maps` as `/memfd:tiervisor-<tier>`).
@@ -33,8 +33,7 @@ pub(crate) fn create(tier: &str, size: u64, hugetlb: bool) -> Result<File, Backe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::{BackendKind, TierBackend};
-    use crate::config::PlannedTier;
+    use crate::backend::{BackendKind, PlannedTier, TierBackend};
     use crate::host;
 
     #[test]

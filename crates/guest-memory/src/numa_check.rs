@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::move_pages::{self, page_size};
-use crate::shared_numa::NumaError;
+use crate::numa_error::NumaError;
 use crate::tiered::TieredMemory;
 
 /// Where the pages of a frame are, counted.

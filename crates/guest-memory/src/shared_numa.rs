@@ -15,62 +15,16 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 
-use thiserror::Error;
-
-use crate::backend::{BackendError, FileId, TierBackend};
-use crate::config::{ConfigError, MemoryConfig, Plan};
+use crate::backend::{FileId, TierBackend};
+use crate::backend_error::BackendError;
+use crate::config::{MemoryConfig, Plan};
+use crate::config_error::ConfigError;
 use crate::error::Error;
 use crate::ledger::Ledger;
 use crate::mapping::HostMapping;
 use crate::memfd;
 use crate::numa;
-
-/// Why a NUMA policy could not be set or pages could not be located.
-#[derive(Debug, Error)]
-pub enum NumaError {
-    /// The temporary mapping of the backing could not be made.
-    #[error("cannot map the shared backing to set numa policies")]
-    Window(#[source] io::Error),
-    /// `mbind` refused a range.
-    #[error("cannot bind frames {first}..{} to numa node {node}", .first + .count)]
-    Bind {
-        /// First frame.
-        first: usize,
-        /// Number of frames.
-        count: usize,
-        /// Node.
-        node: u32,
-        /// The cause.
-        #[source]
-        source: io::Error,
-    },
-    /// No such frame.
-    #[error("frame {0} out of range")]
-    NoSuchFrame(usize),
-    /// `move_pages` could not say where a frame's pages are.
-    #[error("cannot ask where the pages of frame {frame} are")]
-    Query {
-        /// Frame.
-        frame: usize,
-        /// The cause.
-        #[source]
-        source: io::Error,
-    },
-    /// A page on another node than its frame's tier.
-    #[error("frame {frame} page {page} is on node {node}, but tier '{tier}' is node {expected}")]
-    Misplaced {
-        /// Frame.
-        frame: usize,
-        /// 4 KiB page within the frame.
-        page: usize,
-        /// Node the page is on.
-        node: i32,
-        /// The frame's tier.
-        tier: String,
-        /// The tier's node.
-        expected: u32,
-    },
-}
+use crate::numa_error::NumaError;
 
 /// A temporary shared mapping of `[offset, offset + len)` of a memfd,
 /// unmapped on drop. Policies set through it stay with the file.

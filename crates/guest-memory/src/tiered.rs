@@ -21,13 +21,14 @@ use vm_memory::GuestMemoryMmap;
 
 use crate::backend::TierBackend;
 use crate::backing::Backing;
-use crate::config::{ConfigError, MemoryConfig, Plan, validate};
+use crate::config::{MemoryConfig, Plan, validate};
+use crate::config_error::ConfigError;
 use crate::error::Error;
 use crate::frame_table::{FrameTable, MappedRegion};
 use crate::guest_ranges::{GuestRanges, map_all, map_run};
+use crate::initial_placement::Placement;
 use crate::ledger::{Ledger, LedgerError};
 use crate::placement::{Location, PlacementMap, PlacementSnapshot};
-use crate::policy::Placement;
 use crate::shared_numa;
 use crate::verify::verify;
 

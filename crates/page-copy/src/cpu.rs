@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use crate::engine::CopyEngine;
+use crate::copy_engine::CopyEngine;
 use crate::error::CopyError;
 use crate::mode::CopyMode;
 use crate::range::{CopyRange, validate};

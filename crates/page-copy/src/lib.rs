@@ -26,23 +26,23 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod copy_engine;
 mod cpu;
-mod engine;
+mod engine_spec;
 mod error;
 mod mode;
 mod nontemporal;
 mod plan;
 mod range;
-mod spec;
 mod stats;
 mod threaded;
 
+pub use copy_engine::CopyEngine;
 pub use cpu::CpuCopy;
-pub use engine::CopyEngine;
+pub use engine_spec::{EngineSpec, KERNEL_DEVICE, SpecError, engine_from_spec};
 pub use error::CopyError;
 pub use mode::CopyMode;
 pub use range::{CopyRange, RangeError, Side};
-pub use spec::{EngineSpec, KERNEL_DEVICE, SpecError, engine_from_spec};
 pub use stats::CopyStats;
 pub use threaded::{
     DEFAULT_CHUNK_SIZE, MIN_CHUNK_SIZE, PoolError, ThreadedConfig, ThreadedCopy, default_workers,

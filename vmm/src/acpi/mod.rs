@@ -30,9 +30,12 @@
 //! 32-bit DSDT pointer is filled as well as the 64-bit one.
 
 mod aml;
+mod config;
 mod dsdt;
+mod error;
 mod fadt;
 mod madt;
+mod platform;
 mod rsdp;
 mod sdt;
 mod xsdt;
@@ -42,12 +45,14 @@ mod iasl_tests;
 #[cfg(test)]
 mod tests;
 
-use thiserror::Error;
-use vm_memory::{Bytes, GuestAddress, GuestMemory, GuestMemoryError};
+use vm_memory::{Bytes, GuestAddress, GuestMemory};
 
+pub use config::AcpiConfig;
 pub use dsdt::dsdt;
+pub use error::AcpiError;
 pub use fadt::{FADT_LEN, fadt};
 pub use madt::{ioapic_id, madt};
+pub use platform::{IOAPIC_ADDR, IOAPIC_PINS, LAPIC_ADDR, MAX_VCPUS};
 pub use rsdp::{RSDP_LEN, RSDP_SIGNATURE, rsdp};
 pub use xsdt::{xsdt, xsdt_len};
 
@@ -60,111 +65,6 @@ pub const TABLES_END: GuestAddress = GuestAddress(0xf_0000);
 
 /// Alignment of each table after the RSDP.
 const TABLE_ALIGN: u64 = 16;
-
-/// Physical address of every vCPU's local APIC (the architectural
-/// default, where KVM's in-kernel LAPIC sits).
-pub const LAPIC_ADDR: u32 = 0xfee0_0000;
-
-/// Physical address of KVM's in-kernel I/O APIC.
-pub const IOAPIC_ADDR: u32 = 0xfec0_0000;
-
-/// Input pins on KVM's in-kernel I/O APIC: GSIs 0..24.
-pub const IOAPIC_PINS: u32 = 24;
-
-/// Most vCPUs the tables describe. xAPIC IDs are 8 bits and 0xff is the
-/// broadcast ID, leaving 0..=254; the I/O APIC takes the ID after the
-/// last vCPU's, so 254 vCPUs (IDs 0..=253) plus the I/O APIC (254). More
-/// would need x2APIC entries, and a guest can only use APIC IDs above 254
-/// in x2APIC mode with interrupt remapping or KVM's extended destination
-/// ID, neither of which tiervisor offers; so more is refused.
-pub const MAX_VCPUS: u32 = 254;
-
-/// Errors building or writing ACPI tables.
-#[derive(Debug, Error)]
-pub enum AcpiError {
-    /// A guest needs at least one vCPU.
-    #[error("an ACPI guest needs at least one vcpu")]
-    NoVcpus,
-    /// More vCPUs than xAPIC IDs.
-    #[error("{0} vcpus exceed the {MAX_VCPUS} that xapic ids can address")]
-    TooManyVcpus(u32),
-    /// The PIT's GSI is not an I/O APIC pin.
-    #[error("pit gsi {0} is not an i/o apic pin (0..{IOAPIC_PINS})")]
-    PitGsi(u32),
-    /// An AML package longer than PkgLength can encode.
-    #[error("aml package of {len} bytes exceeds the pkglength maximum {max}")]
-    AmlTooLong {
-        /// Bytes in the package body.
-        len: usize,
-        /// Largest encodable total.
-        max: usize,
-    },
-    /// An AML package with more elements than its count byte holds.
-    #[error("aml package of {0} elements exceeds 255")]
-    AmlTooManyElements(usize),
-    /// A table longer than its 32-bit length field.
-    #[error("{signature} table of {len} bytes overflows its length field")]
-    TableTooLarge {
-        /// The table's signature.
-        signature: String,
-        /// Its length.
-        len: usize,
-    },
-    /// The tables do not fit below [`TABLES_END`].
-    #[error("acpi tables end at {end:#x}, past the window end {limit:#x}")]
-    NoRoom {
-        /// Where the last table would end.
-        end: u64,
-        /// [`TABLES_END`].
-        limit: u64,
-    },
-    /// Writing a table to guest memory failed.
-    #[error("writing the {table} table to guest memory at {addr:#x}")]
-    Write {
-        /// The table's signature.
-        table: String,
-        /// Where it was going.
-        addr: u64,
-        /// The cause.
-        #[source]
-        source: GuestMemoryError,
-    },
-}
-
-/// What the tables describe.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AcpiConfig {
-    /// vCPUs, 1..=[`MAX_VCPUS`]. vCPU i has ACPI processor UID i and APIC
-    /// ID i, so KVM_CREATE_VCPU's id and the CPUID APIC IDs must be i too.
-    pub vcpus: u32,
-    /// The I/O APIC input (GSI) the PIT's ISA IRQ 0 reaches. KVM's default
-    /// GSI routing (in force until the VMM calls KVM_SET_GSI_ROUTING) wires
-    /// ISA IRQ n to I/O APIC pin n, so the PIT is on GSI 0, not on GSI 2
-    /// as on real PCs and QEMU (which installs its own routing). Declaring
-    /// 2 without that routing would send IRQ 0 to a silent pin.
-    pub pit_gsi: u32,
-}
-
-impl AcpiConfig {
-    /// `vcpus` vCPUs on KVM's default interrupt routing.
-    pub fn new(vcpus: u32) -> Self {
-        Self { vcpus, pit_gsi: 0 }
-    }
-
-    /// Checks the config is describable.
-    pub fn validate(&self) -> Result<(), AcpiError> {
-        if self.vcpus == 0 {
-            return Err(AcpiError::NoVcpus);
-        }
-        if self.vcpus > MAX_VCPUS {
-            return Err(AcpiError::TooManyVcpus(self.vcpus));
-        }
-        if self.pit_gsi >= IOAPIC_PINS {
-            return Err(AcpiError::PitGsi(self.pit_gsi));
-        }
-        Ok(())
-    }
-}
 
 /// One table and where it goes in guest memory.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 
 use kvm_bindings::kvm_segment;
 
-use super::layout::{GDT_GPA, TSS_GPA};
+use super::layout::{GDT_GPA, PAGE_TABLES_GPA, TSS_GPA};
 
 /// Selector of the user code segment (index 3, RPL 3).
 pub const USER_CS: u16 = (3 << 3) | 3;
@@ -17,6 +17,9 @@ pub const TSS_IOMAP_OFFSET: u64 = 0x68;
 pub const TSS_SIZE: u64 = TSS_IOMAP_OFFSET + 8192 + 1;
 /// TSS limit (size minus one).
 pub const TSS_LIMIT: u32 = (TSS_SIZE - 1) as u32;
+
+// The TSS fits between its place in the payload layout and the page tables.
+const _: () = assert!(TSS_GPA + TSS_SIZE <= PAGE_TABLES_GPA);
 
 /// TSS bytes: the I/O bitmap permits every port (each access exits to the
 /// VMM, which claims or refuses it with a clear error).

@@ -22,7 +22,6 @@ pub const PAGE_TABLES_END: u64 = guest_abi::PAYLOAD_MIN_LOAD_ADDR;
 /// Stack size of each vCPU.
 pub const VCPU_STACK_SIZE: u64 = 256 << 10;
 
-const _: () = assert!(TSS_GPA + super::gdt::TSS_SIZE <= PAGE_TABLES_GPA);
 const _: () = assert!(ARGS_GPA + guest_abi::MAX_ARGS_LEN as u64 <= TSS_GPA);
 const _: () = assert!(ARGS_GPA + guest_abi::MAX_ARGS_LEN as u64 <= PAGE_TABLES_GPA);
 const _: () = assert!(BOOT_INFO_GPA + guest_abi::BootInfo::SIZE as u64 <= STOP_FLAG_GPA);

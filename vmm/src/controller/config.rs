@@ -12,8 +12,8 @@ use guest_memory::{MAX_SIZE, MIN_FRAME_SIZE};
 use page_copy::EngineSpec;
 
 use crate::linux::LinuxBoot;
-use crate::migration::{MigrationConfig, MigratorKind};
 use crate::vm::{PayloadSource, VmConfig};
+use crate::vm_tiering::migration::{MigrationConfig, MigratorKind};
 
 /// Longest VM id.
 pub const MAX_ID_LEN: usize = 64;

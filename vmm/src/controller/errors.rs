@@ -10,10 +10,10 @@ use tiering::{EngineError, HeatConfigError, PolicyError};
 
 use crate::error_chain;
 use crate::linux::LinuxError;
-use crate::migration::MigrationError;
 use crate::payload::boot::BootError;
 use crate::payload::elf::ElfError;
-use crate::vm::VmError;
+use crate::vm_error::VmError;
+use crate::vm_tiering::migration::MigrationError;
 
 /// An internal error with its causes.
 pub(crate) fn internal(e: &dyn std::error::Error) -> ControlError {

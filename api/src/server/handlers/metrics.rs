@@ -6,7 +6,7 @@
 use tiering::{EngineStats, RebalanceState};
 
 use crate::control::{ControlError, VmmControl};
-use crate::server::error::ApiError;
+use crate::server::api_error::ApiError;
 use crate::server::prometheus::{Exposition, Kind, Value};
 use crate::server::response::{PROMETHEUS_TEXT, Response};
 use crate::server::router::Request;

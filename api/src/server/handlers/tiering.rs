@@ -4,7 +4,7 @@
 use tiering::{EngineStats, RebalanceProgress, TieringPolicy};
 
 use crate::control::VmmControl;
-use crate::server::error::ApiError;
+use crate::server::api_error::ApiError;
 use crate::server::json::decode_body;
 use crate::server::query::frames_query;
 use crate::server::response::Response;

@@ -1,7 +1,7 @@
 //! `vm.*`: the VM's lifecycle and what it reports.
 
 use crate::control::VmmControl;
-use crate::server::error::ApiError;
+use crate::server::api_error::ApiError;
 use crate::server::json::decode_body;
 use crate::server::response::Response;
 use crate::server::router::Request;

@@ -1,7 +1,7 @@
 //! `vmm.*`: the VMM process itself.
 
 use crate::control::VmmControl;
-use crate::server::error::ApiError;
+use crate::server::api_error::ApiError;
 use crate::server::response::{AfterResponse, Response};
 use crate::server::router::Request;
 use crate::types::{ErrorBody, VmmPingResponse};

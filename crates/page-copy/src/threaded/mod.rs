@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use crate::engine::CopyEngine;
+use crate::copy_engine::CopyEngine;
 use crate::error::CopyError;
 use crate::mode::CopyMode;
 use crate::plan::Plan;

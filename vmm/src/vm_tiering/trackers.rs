@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use access_track::{AccessTracker, FaultSampleConfig, KvmDirtyLog, TrackerKind};
+use access_track::{AccessTracker, FaultSampleConfig, KvmDirtyLog, TrackerBuildError, TrackerKind};
 use guest_memory::TieredMemory;
 use guest_memory::migrate::WriteGuard;
 use tiering::TrackerSource;
@@ -15,13 +15,29 @@ use tiering::TrackerSource;
 pub struct VmTrackers {
     /// The VM's memory.
     pub memory: Arc<TieredMemory>,
+    /// The guard, when there is one (trackers use it when it takes minor
+    /// faults).
+    pub guard: Option<Arc<WriteGuard>>,
     /// The dirty log, when it is on.
     pub dirty_log: Option<KvmDirtyLog>,
-    /// The guard, when it takes minor faults.
-    pub guard: Option<Arc<WriteGuard>>,
 }
 
 impl VmTrackers {
+    /// A new access tracker of `kind` over the VM's dirty log and guard
+    /// (`fault` sets the fault sampler).
+    pub fn tracker(
+        &self,
+        kind: TrackerKind,
+        fault: FaultSampleConfig,
+    ) -> Result<Box<dyn AccessTracker>, TrackerBuildError> {
+        kind.build(
+            &self.memory,
+            self.dirty_log.as_ref(),
+            self.guard.as_ref(),
+            fault,
+        )
+    }
+
     fn ready(&self, kind: TrackerKind) -> bool {
         let minor = self
             .guard
@@ -50,12 +66,7 @@ impl TrackerSource for VmTrackers {
             interval,
             ..FaultSampleConfig::default()
         };
-        kind.build(
-            &self.memory,
-            self.dirty_log.as_ref(),
-            self.guard.as_ref(),
-            fault,
-        )
-        .map_err(|e| crate::error_chain(&e))
+        self.tracker(kind, fault)
+            .map_err(|e| crate::error_chain(&e))
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use guest_memory::Migrator;
 use tiering::{Engine, EngineError, EngineParts, TieringPolicy};
 
-use crate::vm_trackers::VmTrackers;
+use super::trackers::VmTrackers;
 
 /// When a VM's tiering engine starts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -6,7 +6,6 @@ use serde_json::{Value, json};
 use thiserror::Error;
 
 use crate::control::ControlError;
-use crate::server::response::Response;
 use crate::types::ErrorBody;
 
 /// Why a request failed, as the client will be told.
@@ -133,24 +132,6 @@ impl ApiError {
             error: self.to_string(),
             detail,
         }
-    }
-
-    /// The response: the JSON body with the headers the status needs.
-    pub fn into_response(self) -> Response {
-        let mut response = Response::error_body(self.status(), &self.body());
-        match &self {
-            ApiError::Unauthorized(_) => {
-                response.header("WWW-Authenticate", "Bearer realm=\"tiervisor\"".into());
-            }
-            ApiError::MethodNotAllowed { allow, .. } => {
-                response.header("Allow", allow.clone());
-            }
-            ApiError::Unavailable(_) => {
-                response.header("Retry-After", "1".into());
-            }
-            _ => {}
-        }
-        response
     }
 }
 

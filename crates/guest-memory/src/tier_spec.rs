@@ -11,9 +11,6 @@ use thiserror::Error;
 
 use crate::size::{SizeError, format_size_arg, parse_size};
 
-/// The placement policy is configured next to the tiers (`--placement`).
-pub use crate::policy::{Placement, PlacementParseError};
-
 /// Keys a tier specification may contain.
 const KEYS: [&str; 7] = [
     "name",

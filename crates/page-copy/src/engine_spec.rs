@@ -7,8 +7,8 @@ use std::str::FromStr;
 
 use thiserror::Error;
 
+use crate::copy_engine::CopyEngine;
 use crate::cpu::CpuCopy;
-use crate::engine::CopyEngine;
 use crate::error::CopyError;
 use crate::threaded::{PoolError, ThreadedConfig, ThreadedCopy, default_workers};
 
