@@ -8,18 +8,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use thiserror::Error;
-
 use access_track::AccessTracker;
 use guest_memory::{Migrator, TieredMemory};
 
+use crate::engine_error::{EngineError, MAX_DEADLINE_MS, TrackerSourceError};
 use crate::engine_loop::{Command, EngineLoop};
-use crate::heat_model::HeatError;
 use crate::policy::{PolicyError, PolicyLimits, TieringPolicy};
 use crate::stats::{EngineStats, FrameView, Published};
-
-/// Longest rebalance deadline (one hour).
-pub const MAX_DEADLINE_MS: u64 = 3_600_000;
 
 /// Where the engine gets trackers: the VM, which knows what its host and
 /// configuration offer.
@@ -27,38 +22,11 @@ pub trait TrackerSource: Send {
     /// Names of the trackers this VM can build.
     fn offered(&self) -> Vec<String>;
     /// A new tracker by name, for an engine interval of `interval`.
-    fn build(&self, name: &str, interval: Duration) -> Result<Box<dyn AccessTracker>, String>;
-}
-
-/// Errors of the engine and its handle.
-#[derive(Debug, Error)]
-pub enum EngineError {
-    /// The policy is invalid; the old one stays.
-    #[error("invalid policy: {0}")]
-    Policy(#[from] PolicyError),
-    /// The tracker the policy names could not be built.
-    #[error("tracker '{name}': {reason}")]
-    Tracker {
-        /// The tracker.
-        name: String,
-        /// Why.
-        reason: String,
-    },
-    /// The heat model could not be built for this memory.
-    #[error("heat model")]
-    Heat(#[from] HeatError),
-    /// Guest memory has a single tier.
-    #[error("guest memory has one tier: there is nothing to tier")]
-    OneTier,
-    /// A rebalance deadline out of range.
-    #[error("deadline_ms {0} not in 1..={MAX_DEADLINE_MS}")]
-    Deadline(u64),
-    /// The engine thread could not start.
-    #[error("starting the engine thread")]
-    Thread(#[source] std::io::Error),
-    /// The engine has stopped.
-    #[error("the tiering engine has stopped")]
-    Stopped,
+    fn build(
+        &self,
+        name: &str,
+        interval: Duration,
+    ) -> Result<Box<dyn AccessTracker>, TrackerSourceError>;
 }
 
 /// What the engine works with.
@@ -280,8 +248,8 @@ fn build_tracker(
 ) -> Result<Box<dyn AccessTracker>, EngineError> {
     source
         .build(&policy.tracker, policy.interval())
-        .map_err(|reason| EngineError::Tracker {
+        .map_err(|source| EngineError::Tracker {
             name: policy.tracker.clone(),
-            reason,
+            source,
         })
 }

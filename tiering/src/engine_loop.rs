@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use access_track::AccessTracker;
 use guest_memory::{Batch, BatchOutcome, Migrator, TieredMemory};
 
-use crate::engine::EngineError;
+use crate::engine_error::EngineError;
 use crate::heat_model::HeatModel;
 use crate::planner::{self, Plan, PlanInput};
 use crate::policy::{PinnedRange, TieringPolicy};

@@ -12,6 +12,7 @@
 //!   plan → migrate → publish [`EngineStats`]) and runs live rebalances.
 
 mod engine;
+mod engine_error;
 mod engine_loop;
 mod heat_config;
 mod heat_model;
@@ -24,7 +25,8 @@ pub mod stats;
 pub mod synthetic;
 
 pub use access_track::{AccessSample, AccessTracker, Coverage, TrackerError, TrackerStatus};
-pub use engine::{Engine, EngineError, EngineParts, MAX_DEADLINE_MS, TrackerSource};
+pub use engine::{Engine, EngineParts, TrackerSource};
+pub use engine_error::{EngineError, MAX_DEADLINE_MS, TrackerSourceError};
 pub use heat_config::{HeatConfig, HeatConfigError};
 pub use heat_model::{HeatError, HeatModel};
 pub use policy::{FastQuota, PinnedRange, PolicyError, PolicyLimits, Threshold, TieringPolicy};

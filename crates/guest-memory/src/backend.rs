@@ -12,8 +12,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-// The migrate module names it here.
-pub(crate) use crate::backend_error::BackendError;
+use crate::backend_error::BackendError;
 use crate::file_backend;
 use crate::host::{self, HUGEPAGE_SIZE};
 use crate::mapping::HostMapping;

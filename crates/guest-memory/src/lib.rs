@@ -75,8 +75,6 @@ pub use proc_maps::MapsError;
 pub use size::{GIB, KIB, MIB, SizeError, TIB, format_size, format_size_arg, parse_size};
 pub use size_limits::{DEFAULT_FRAME_SIZE, MAX_SIZE, MIN_FRAME_SIZE};
 pub use slots::{SlotAllocator, SlotError};
-/// [`tier_spec`]'s old name, kept for code that still uses it.
-pub use tier_spec as tier;
 pub use tier_spec::{BackendSpec, TierSpec, TierSpecError};
 pub use tiered::{TierUsage, TieredMemory};
 pub use verify::VerifyError;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use access_track::{AccessTracker, FaultSampleConfig, KvmDirtyLog, TrackerBuildError, TrackerKind};
 use guest_memory::TieredMemory;
 use guest_memory::migrate::WriteGuard;
-use tiering::TrackerSource;
+use tiering::{TrackerSource, TrackerSourceError};
 
 /// Builds trackers over the VM's dirty log and userfaultfd guard.
 #[derive(Clone, Debug)]
@@ -57,16 +57,19 @@ impl TrackerSource for VmTrackers {
             .collect()
     }
 
-    fn build(&self, name: &str, interval: Duration) -> Result<Box<dyn AccessTracker>, String> {
-        let kind: TrackerKind = name.parse().map_err(|e| format!("{e}"))?;
+    fn build(
+        &self,
+        name: &str,
+        interval: Duration,
+    ) -> Result<Box<dyn AccessTracker>, TrackerSourceError> {
+        let kind: TrackerKind = name.parse()?;
         if !self.ready(kind) {
-            return Err("this VM was not started ready for it".into());
+            return Err(TrackerSourceError::NotReady);
         }
         let fault = FaultSampleConfig {
             interval,
             ..FaultSampleConfig::default()
         };
-        self.tracker(kind, fault)
-            .map_err(|e| crate::error_chain(&e))
+        Ok(self.tracker(kind, fault)?)
     }
 }

@@ -5,7 +5,7 @@
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 
-use crate::backend::BackendError;
+use crate::backend_error::BackendError;
 use crate::mapping::HostMapping;
 
 /// Two frames of memfd memory.

@@ -441,10 +441,10 @@ impl Migrator for KernelMigrator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::TierSpec;
     use crate::config::MemoryConfig;
     use crate::migrate::{Move, PageError};
     use crate::size::MIB;
-    use crate::tier::TierSpec;
 
     fn memory() -> Arc<TieredMemory> {
         let tier = |name: &str| -> TierSpec {

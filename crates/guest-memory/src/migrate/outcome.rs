@@ -13,7 +13,7 @@ use super::dirty::DirtyError;
 use super::kernel_pages::PageError;
 use super::report::BatchReport;
 use super::stop::StopError;
-use crate::backend::BackendError;
+use crate::backend_error::BackendError;
 use crate::error::Error as MemoryError;
 use crate::uffd::UffdError;
 
