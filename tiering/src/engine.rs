@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use access_track::AccessTracker;
-use guest_memory::{Migrator, TieredMemory};
+use guest_memory::{GpaRange, Migrator, TieredMemory};
 
 use crate::engine_error::{EngineError, MAX_DEADLINE_MS, TrackerSourceError};
 use crate::engine_loop::{Command, EngineLoop};
@@ -215,7 +215,11 @@ fn limits(memory: &TieredMemory, trackers: &dyn TrackerSource) -> PolicyLimits {
                 .map(|t| m.slot_count(t) as u64)
                 .sum::<u64>()
         }) * memory.frame_size(),
-        ram: memory.regions().iter().map(|r| (r.gpa, r.len)).collect(),
+        ram: memory
+            .regions()
+            .iter()
+            .map(|r| GpaRange::new(r.gpa, r.len))
+            .collect(),
         trackers: trackers.offered(),
     }
 }

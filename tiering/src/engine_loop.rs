@@ -63,6 +63,8 @@ pub(crate) struct EngineLoop {
     pinned: Vec<bool>,
     /// Interval index of each frame's last move (0: never).
     last_moved: Vec<u64>,
+    /// Guest-physical address of each frame (fixed for the VM's life).
+    gpas: Vec<u64>,
     rebalance: Option<Rebalance>,
     stats: EngineStats,
     recent: Recent,
@@ -90,6 +92,9 @@ impl EngineLoop {
             demote: RateBudget::new(policy.demote_rate_mbps, policy.interval(), frame_size),
             pinned: pinned_frames(&memory, &policy.pinned),
             last_moved: vec![0; memory.frame_count()],
+            gpas: (0..memory.frame_count())
+                .map(|f| memory.frames().gpa(f).unwrap_or(0))
+                .collect(),
             stats: EngineStats {
                 tracker: tracker.name().to_owned(),
                 fast_quota: Some(policy.fast_quota),
@@ -374,6 +379,7 @@ impl EngineLoop {
             .map(|r| r.progress(self.stats.tiers[0].used_frames as u64 * frame_size));
         self.stats.recent = self.recent.to_vec();
         let view = tiers.map(|tiers| FrameView {
+            gpa: self.gpas.clone(),
             tier: tiers.iter().map(|&t| t as u8).collect(),
             heat: heats.iter().map(|&h| h as f32).collect(),
         });

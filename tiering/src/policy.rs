@@ -10,6 +10,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use guest_memory::GpaRange;
+
 use crate::heat_config::{HeatConfig, HeatConfigError};
 
 /// Shortest engine interval.
@@ -287,7 +289,7 @@ pub struct PolicyLimits {
     /// no more of guest RAM than this off the fast tier.
     pub slow_capacity: u64,
     /// Guest RAM ranges, `(gpa, len)`.
-    pub ram: Vec<(u64, u64)>,
+    pub ram: Vec<GpaRange>,
     /// Trackers the VM offers, by name.
     pub trackers: Vec<String>,
 }
@@ -345,7 +347,7 @@ impl TieringPolicy {
                 capacity: limits.fast_capacity,
             });
         }
-        let ram: u64 = limits.ram.iter().map(|&(_, len)| len).sum();
+        let ram: u64 = limits.ram.iter().map(|r| r.len).sum();
         let least = ram.saturating_sub(limits.slow_capacity);
         if max < least {
             return Err(PolicyError::QuotaBelowSlowCapacity { max, least });
@@ -376,16 +378,15 @@ impl TieringPolicy {
         self.validate_pins(&limits.ram)
     }
 
-    fn validate_pins(&self, ram: &[(u64, u64)]) -> Result<(), PolicyError> {
+    fn validate_pins(&self, ram: &[GpaRange]) -> Result<(), PolicyError> {
         if self.pinned.len() > MAX_PINS {
             return Err(PolicyError::TooManyPins(self.pinned.len()));
         }
         for (index, pin) in self.pinned.iter().enumerate() {
             let inside = pin.len > 0
-                && pin.end().is_some_and(|end| {
-                    ram.iter()
-                        .any(|&(gpa, len)| pin.gpa >= gpa && end <= gpa.saturating_add(len))
-                });
+                && pin
+                    .end()
+                    .is_some_and(|end| ram.iter().any(|r| pin.gpa >= r.gpa && end <= r.end()));
             if !inside {
                 return Err(PolicyError::PinOutside {
                     index,
@@ -421,7 +422,7 @@ mod tests {
             frame_size: 2 * MIB,
             fast_capacity: 128 * MIB,
             slow_capacity: 480 * MIB,
-            ram: vec![(0, 512 * MIB)],
+            ram: vec![GpaRange::new(0, 512 * MIB)],
             trackers: vec!["dirty-log".into(), "fault-sample".into()],
         }
     }

@@ -150,10 +150,13 @@ pub struct EngineStats {
     pub recent: Vec<IntervalRecord>,
 }
 
-/// Per frame: tier and heat (for heat maps and the API's frame listing).
+/// Per frame: guest-physical address, tier and heat (for heat maps and
+/// the API's frame listing).
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct FrameView {
+    /// Guest-physical address per frame (the frame table's).
+    pub gpa: Vec<u64>,
     /// Tier index per frame.
     pub tier: Vec<u8>,
     /// Heat per frame.

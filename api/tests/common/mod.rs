@@ -74,7 +74,7 @@ impl Vm {
             frame_size: self.config.memory.frame_size,
             fast_capacity: self.tier_capacities()[0],
             slow_capacity: self.tier_capacities()[1..].iter().sum(),
-            ram: vec![(0, self.config.memory.size)],
+            ram: vec![guest_memory::GpaRange::new(0, self.config.memory.size)],
             trackers: vec!["dirty-log".into(), "fault-sample".into()],
         }
     }
@@ -412,6 +412,7 @@ impl VmmControl for MemoryVmm {
                     .map(|t| t.name.clone())
                     .collect(),
                 view: Arc::new(FrameView {
+                    gpa: frame_gpas(n, vm.config.memory.frame_size),
                     tier: vm.placement.clone(),
                     heat: (0..n).map(|i| i as f32 * 0.5).collect(),
                 }),
@@ -744,4 +745,13 @@ pub fn expect_status(reply: &Reply, status: u16, method: &str, path: &str) -> se
     } else {
         serde_json::Value::Null
     }
+}
+
+/// Guest-physical address of each of `n` frames of `frame_size`, laid out
+/// as the VMM lays out guest RAM (around the MMIO hole).
+fn frame_gpas(n: usize, frame_size: u64) -> Vec<u64> {
+    guest_memory::ram_regions(n as u64 * frame_size)
+        .iter()
+        .flat_map(|r| (0..r.len / frame_size).map(move |k| r.gpa + k * frame_size))
+        .collect()
 }

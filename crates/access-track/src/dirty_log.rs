@@ -21,7 +21,8 @@ use kvm_bindings::{
 use kvm_ioctls::VmFd;
 use thiserror::Error;
 
-use guest_memory::migrate::{DirtyError, DirtySource, GpaSpan};
+use guest_memory::GpaRange;
+use guest_memory::migrate::{DirtyError, DirtySource};
 
 const PAGE: u64 = 4096;
 const KVMIO: u64 = 0xae;
@@ -161,8 +162,8 @@ impl KvmDirtyLog {
     }
 
     /// The slot index and page range `[first, end)` of `span` in it.
-    fn locate(&self, span: GpaSpan) -> Option<(usize, u64, u64)> {
-        let (gpa, len) = span;
+    fn locate(&self, span: GpaRange) -> Option<(usize, u64, u64)> {
+        let GpaRange { gpa, len } = span;
         let i = self
             .shared
             .slots
@@ -176,7 +177,7 @@ impl KvmDirtyLog {
 
     /// The page ranges of `spans`, grouped by the index of their slot;
     /// slots without a range are left out.
-    fn ranges_by_slot(&self, spans: &[GpaSpan]) -> Vec<(usize, Vec<(u64, u64)>)> {
+    fn ranges_by_slot(&self, spans: &[GpaRange]) -> Vec<(usize, Vec<(u64, u64)>)> {
         let mut by_slot: Vec<Vec<(u64, u64)>> = vec![Vec::new(); self.shared.slots.len()];
         for &span in spans {
             if let Some((i, first, end)) = self.locate(span) {
@@ -204,7 +205,7 @@ impl KvmDirtyLog {
 
     /// Moves KVM's dirty bits of `spans` into every consumer's pending
     /// bitmap and clears (re-protects) them in KVM.
-    fn harvest(&self, spans: &[GpaSpan]) -> Result<(), DirtyLogError> {
+    fn harvest(&self, spans: &[GpaRange]) -> Result<(), DirtyLogError> {
         let _one = self
             .shared
             .harvest
@@ -286,7 +287,7 @@ impl KvmDirtyLog {
 }
 
 impl DirtyConsumer {
-    fn take_pending(&self, spans: &[GpaSpan], out: Option<&mut Vec<u64>>) {
+    fn take_pending(&self, spans: &[GpaRange], out: Option<&mut Vec<u64>>) {
         let mut out = out;
         for &span in spans {
             let Some((i, first, end)) = self.log.locate(span) else {
@@ -311,7 +312,7 @@ impl DirtyConsumer {
     /// consumer that arms its pages with
     /// [`DirtySource::reset`] before each look (the sampled tracker);
     /// every other consumer still gets these bits at its next harvest.
-    pub fn peek(&self, spans: &[GpaSpan], out: &mut Vec<u64>) -> Result<(), DirtyLogError> {
+    pub fn peek(&self, spans: &[GpaRange], out: &mut Vec<u64>) -> Result<(), DirtyLogError> {
         // Under the harvest lock, so no harvest moves a bit from KVM into
         // the pending bitmap between the two reads below.
         let _one = self
@@ -351,18 +352,18 @@ impl Drop for DirtyConsumer {
 }
 
 impl DirtySource for DirtyConsumer {
-    fn reset(&self, spans: &[GpaSpan]) -> Result<(), DirtyError> {
+    fn reset(&self, spans: &[GpaRange]) -> Result<(), DirtyError> {
         self.log
             .harvest(spans)
-            .map_err(|e| DirtyError(e.to_string()))?;
+            .map_err(|e| DirtyError(Box::new(e)))?;
         self.take_pending(spans, None);
         Ok(())
     }
 
-    fn take(&self, spans: &[GpaSpan], out: &mut Vec<u64>) -> Result<(), DirtyError> {
+    fn take(&self, spans: &[GpaRange], out: &mut Vec<u64>) -> Result<(), DirtyError> {
         self.log
             .harvest(spans)
-            .map_err(|e| DirtyError(e.to_string()))?;
+            .map_err(|e| DirtyError(Box::new(e)))?;
         self.take_pending(spans, Some(out));
         Ok(())
     }

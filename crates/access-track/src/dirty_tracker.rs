@@ -25,8 +25,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use guest_memory::GpaRange;
 use guest_memory::TieredMemory;
-use guest_memory::migrate::{DirtySource, GpaSpan};
+use guest_memory::migrate::DirtySource;
 
 use crate::dirty_log::{DirtyConsumer, KvmDirtyLog};
 use crate::sample::{AccessSample, AccessTracker, Coverage, TrackerError, TrackerStatus};
@@ -62,7 +63,7 @@ pub struct DirtyLogTracker {
     memory: Arc<TieredMemory>,
     coverage: DirtyCoverage,
     /// All RAM (full coverage; empty when sampling).
-    all: Vec<GpaSpan>,
+    all: Vec<GpaRange>,
     /// Intervals collected (rotates the sample).
     round: u64,
     last: Instant,
@@ -98,7 +99,11 @@ impl DirtyLogTracker {
             _ => DirtyCoverage::Full,
         };
         let all = match coverage {
-            DirtyCoverage::Full => memory.regions().iter().map(|r| (r.gpa, r.len)).collect(),
+            DirtyCoverage::Full => memory
+                .regions()
+                .iter()
+                .map(|r| GpaRange::new(r.gpa, r.len))
+                .collect(),
             DirtyCoverage::Sample { .. } => Vec::new(),
         };
         DirtyLogTracker {
@@ -118,7 +123,7 @@ impl DirtyLogTracker {
     }
 
     /// The block of `k` pages of every frame observed in interval `round`.
-    fn sample_spans(&self, k: u32, round: u64) -> Vec<GpaSpan> {
+    fn sample_spans(&self, k: u32, round: u64) -> Vec<GpaRange> {
         let frames = self.memory.frames();
         let pages_per_frame = (frames.frame_size() / PAGE).max(1);
         let k = u64::from(k);
@@ -126,7 +131,9 @@ impl DirtyLogTracker {
         (0..frames.len())
             .filter_map(|f| {
                 let block = block_of(f, round, blocks);
-                frames.gpa(f).map(|g| (g + block * k * PAGE, k * PAGE))
+                frames
+                    .gpa(f)
+                    .map(|g| GpaRange::new(g + block * k * PAGE, k * PAGE))
             })
             .collect()
     }

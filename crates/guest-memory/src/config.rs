@@ -11,9 +11,10 @@ use serde::{Deserialize, Serialize};
 use crate::backend::{BackendKind, PlannedTier};
 use crate::backing::{self, Backing};
 use crate::config_error::ConfigError;
+use crate::gpa_range::GpaRange;
 use crate::host::{self, HUGEPAGE_SIZE};
 use crate::initial_placement::Placement;
-use crate::layout::{RamRegion, ram_regions};
+use crate::layout::ram_regions;
 use crate::size_limits::{DEFAULT_FRAME_SIZE, MAX_SIZE, MIN_FRAME_SIZE};
 use crate::tier_spec::{BackendSpec, TierSpec};
 
@@ -67,7 +68,7 @@ impl Default for MemoryConfig {
 #[derive(Debug, Clone)]
 pub(crate) struct Plan {
     pub frame_size: u64,
-    pub regions: Vec<RamRegion>,
+    pub regions: Vec<GpaRange>,
     pub frame_count: usize,
     pub tiers: Vec<PlannedTier>,
 }

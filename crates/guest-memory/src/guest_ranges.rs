@@ -11,7 +11,7 @@ use vm_memory::{GuestAddress, GuestMemoryMmap, GuestRegionMmap, MmapRegion};
 use crate::backend::TierBackend;
 use crate::error::Error;
 use crate::frame_table::{FrameTable, MappedRegion};
-use crate::layout::RamRegion;
+use crate::gpa_range::GpaRange;
 use crate::mapping::{HostMapping, map_fixed_shared};
 use crate::placement::{Location, PlacementMap};
 use crate::runs::runs;
@@ -33,7 +33,7 @@ pub(crate) struct GuestRanges {
 impl GuestRanges {
     /// Reserves a range aligned to `frame_size` for each region (nothing
     /// mapped into them yet) and builds the vm-memory view.
-    pub(crate) fn reserve(regions: &[RamRegion], frame_size: u64) -> Result<Self, Error> {
+    pub(crate) fn reserve(regions: &[GpaRange], frame_size: u64) -> Result<Self, Error> {
         let mut reservations = Vec::with_capacity(regions.len());
         let mut mapped = Vec::with_capacity(regions.len());
         for region in regions {

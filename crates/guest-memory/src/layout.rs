@@ -2,40 +2,24 @@
 //! 3 GiB MMIO hole and, for the rest, from 4 GiB up. The hole holds device
 //! MMIO, the LAPIC and the IOAPIC.
 
-use serde::{Deserialize, Serialize};
+use crate::gpa_range::GpaRange;
 
 /// Start of the MMIO hole; RAM below it is "low" RAM.
 pub const MMIO_HOLE_START: u64 = 3 << 30;
 /// End of the MMIO hole; RAM above 3 GiB continues here.
 pub const HIGH_RAM_START: u64 = 4 << 30;
 
-/// A contiguous range of guest-physical RAM.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RamRegion {
-    /// Guest-physical start address.
-    pub gpa: u64,
-    /// Length in bytes.
-    pub len: u64,
-}
-
-impl RamRegion {
-    /// One past the last guest-physical address of the region.
-    pub fn end(&self) -> u64 {
-        self.gpa.saturating_add(self.len)
-    }
-}
-
 /// The RAM regions of a guest with `mem_size` bytes of RAM:
 /// `[0, min(size, 3 GiB))` and, if more, `[4 GiB, 4 GiB + size - 3 GiB)`.
 /// Empty for a zero size.
-pub fn ram_regions(mem_size: u64) -> Vec<RamRegion> {
+pub fn ram_regions(mem_size: u64) -> Vec<GpaRange> {
     let mut regions = Vec::with_capacity(2);
     let low = mem_size.min(MMIO_HOLE_START);
     if low > 0 {
-        regions.push(RamRegion { gpa: 0, len: low });
+        regions.push(GpaRange { gpa: 0, len: low });
     }
     if mem_size > low {
-        regions.push(RamRegion {
+        regions.push(GpaRange {
             gpa: HIGH_RAM_START,
             len: mem_size - low,
         });
@@ -52,7 +36,7 @@ mod tests {
     fn small_guest_has_one_low_region() {
         assert_eq!(
             ram_regions(512 * MIB),
-            vec![RamRegion {
+            vec![GpaRange {
                 gpa: 0,
                 len: 512 * MIB
             }]
@@ -63,7 +47,7 @@ mod tests {
     fn exactly_three_gib_fills_low_ram_only() {
         assert_eq!(
             ram_regions(3 * GIB),
-            vec![RamRegion {
+            vec![GpaRange {
                 gpa: 0,
                 len: 3 * GIB
             }]
@@ -76,11 +60,11 @@ mod tests {
         assert_eq!(
             regions,
             vec![
-                RamRegion {
+                GpaRange {
                     gpa: 0,
                     len: 3 * GIB
                 },
-                RamRegion {
+                GpaRange {
                     gpa: 4 * GIB,
                     len: 3 * GIB
                 },

@@ -25,6 +25,7 @@ mod config_error;
 mod error;
 mod file_backend;
 mod frame_table;
+mod gpa_range;
 mod guest_ranges;
 mod host;
 mod host_tiers;
@@ -57,12 +58,13 @@ pub use config::MemoryConfig;
 pub use config_error::ConfigError;
 pub use error::Error;
 pub use frame_table::{FrameTable, MappedRegion};
+pub use gpa_range::GpaRange;
 pub use host::{
     DaxGeometry, HUGEPAGE_SIZE, HostError, available_hugepages, dax_geometry, numa_node_exists,
 };
 pub use host_tiers::{HostTiersError, memory_nodes_fastest_first};
 pub use initial_placement::{Placement, PlacementParseError};
-pub use layout::{HIGH_RAM_START, MMIO_HOLE_START, RamRegion, ram_regions};
+pub use layout::{HIGH_RAM_START, MMIO_HOLE_START, ram_regions};
 pub use ledger::LedgerError;
 pub use migrate::{
     Batch, BatchOutcome, BatchReport, Exchange, Migrator, Move, MoveError, MoveStep, MovedFrame,

@@ -43,7 +43,7 @@ impl WriteStop for VcpuWriteStop {
     fn stop(&self) -> Result<(), StopError> {
         self.gate
             .hold(&|| self.threads.kick(), PARK_LIMIT)
-            .map_err(|e| StopError(e.to_string()))?;
+            .map_err(|e| StopError(Box::new(e)))?;
         self.writes.block();
         Ok(())
     }

@@ -140,7 +140,7 @@ fn a_peek_keeps_the_bits_in_kvm_for_every_consumer() {
     let mut vm = logged_vm("stream:size=128M,op=write,phases=1,seconds=600");
     let log = vm.dirty_log().unwrap().clone();
     let free = vm.first_free_range().unwrap();
-    let spans = [(free.start, 64 * MIB)];
+    let spans = [guest_memory::GpaRange::new(free.start, 64 * MIB)];
     let (peeker, other) = (log.subscribe(), log.subscribe());
     let state = vm.state().clone();
     let stop = vm.stop_handle();

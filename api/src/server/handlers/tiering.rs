@@ -98,24 +98,12 @@ pub(crate) fn vm_tiering_frames(
     let total = view.tier.len() as u64;
     let start = query.offset.min(total);
     let end = start.saturating_add(query.limit).min(total);
-    let regions = guest_memory::ram_regions(total.saturating_mul(snapshot.frame_size));
-    let gpa = |index: u64| {
-        let mut first = 0;
-        for r in &regions {
-            let frames = r.len / snapshot.frame_size.max(1);
-            if index < first + frames {
-                return r.gpa + (index - first) * snapshot.frame_size;
-            }
-            first += frames;
-        }
-        index * snapshot.frame_size
-    };
     let frames = (start..end)
         .map(|index| {
             let i = index as usize;
             FrameEntry {
                 index,
-                gpa: gpa(index),
+                gpa: view.gpa.get(i).copied().unwrap_or(0),
                 tier: view.tier[i],
                 heat: view.heat.get(i).copied().unwrap_or(0.0),
             }

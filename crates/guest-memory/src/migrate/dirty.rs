@@ -21,32 +21,31 @@ use std::sync::{Condvar, Mutex, PoisonError, RwLock};
 
 use thiserror::Error;
 
+use crate::gpa_range::GpaRange;
+
 /// Size of a dirty-tracking page.
 pub const PAGE_SIZE: u64 = 4096;
 
 /// Errors reading a dirty source.
 #[derive(Debug, Error)]
-#[error("dirty log: {0}")]
-pub struct DirtyError(pub String);
-
-/// A guest-physical range.
-pub type GpaSpan = (u64, u64);
+#[error("dirty log")]
+pub struct DirtyError(#[source] pub Box<dyn std::error::Error + Send + Sync>);
 
 /// Something that knows which pages of guest RAM were written.
 pub trait DirtySource: Send + Sync + Debug {
     /// Forgets earlier writes to `spans` and tracks new ones from now on.
-    fn reset(&self, spans: &[GpaSpan]) -> Result<(), DirtyError>;
+    fn reset(&self, spans: &[GpaRange]) -> Result<(), DirtyError>;
 
     /// Appends to `out` the guest-physical address of every page in
     /// `spans` written since the last `reset`/`take` covering it, and
     /// forgets them.
-    fn take(&self, spans: &[GpaSpan], out: &mut Vec<u64>) -> Result<(), DirtyError>;
+    fn take(&self, spans: &[GpaRange], out: &mut Vec<u64>) -> Result<(), DirtyError>;
 
     /// Like [`DirtySource::take`], for spans that are write-protected now:
     /// writers into them are blocked (possibly inside a write section), so
     /// this must not wait for writers. Writes still in flight block and
     /// land after the migration, in the destination.
-    fn take_final(&self, spans: &[GpaSpan], out: &mut Vec<u64>) -> Result<(), DirtyError> {
+    fn take_final(&self, spans: &[GpaRange], out: &mut Vec<u64>) -> Result<(), DirtyError> {
         self.take(spans, out)
     }
 }
@@ -147,8 +146,8 @@ impl HostWriteLog {
         }
     }
 
-    fn pages(spans: &[GpaSpan]) -> impl Iterator<Item = u64> + '_ {
-        spans.iter().flat_map(|&(gpa, len)| {
+    fn pages(spans: &[GpaRange]) -> impl Iterator<Item = u64> + '_ {
+        spans.iter().flat_map(|&GpaRange { gpa, len }| {
             let first = gpa / PAGE_SIZE;
             let last = (gpa + len).div_ceil(PAGE_SIZE);
             first..last
@@ -157,7 +156,7 @@ impl HostWriteLog {
 }
 
 impl DirtySource for HostWriteLog {
-    fn reset(&self, spans: &[GpaSpan]) -> Result<(), DirtyError> {
+    fn reset(&self, spans: &[GpaRange]) -> Result<(), DirtyError> {
         let _exclusive = self
             .sections
             .write()
@@ -170,7 +169,7 @@ impl DirtySource for HostWriteLog {
         Ok(())
     }
 
-    fn take(&self, spans: &[GpaSpan], out: &mut Vec<u64>) -> Result<(), DirtyError> {
+    fn take(&self, spans: &[GpaRange], out: &mut Vec<u64>) -> Result<(), DirtyError> {
         let _exclusive = self
             .sections
             .write()
@@ -182,14 +181,14 @@ impl DirtySource for HostWriteLog {
     /// Without the lock: a writer blocked on write-protection inside its
     /// section would otherwise deadlock with us. Every write that landed
     /// before protection was marked after the previous (exclusive) take.
-    fn take_final(&self, spans: &[GpaSpan], out: &mut Vec<u64>) -> Result<(), DirtyError> {
+    fn take_final(&self, spans: &[GpaRange], out: &mut Vec<u64>) -> Result<(), DirtyError> {
         self.collect(spans, out);
         Ok(())
     }
 }
 
 impl HostWriteLog {
-    fn collect(&self, spans: &[GpaSpan], out: &mut Vec<u64>) {
+    fn collect(&self, spans: &[GpaRange], out: &mut Vec<u64>) {
         for page in Self::pages(spans) {
             if let Some(word) = self.bits.get((page / 64) as usize) {
                 let bit = 1 << (page % 64);
@@ -206,15 +205,15 @@ impl HostWriteLog {
 pub struct CombinedDirty(pub Vec<std::sync::Arc<dyn DirtySource>>);
 
 impl DirtySource for CombinedDirty {
-    fn reset(&self, spans: &[GpaSpan]) -> Result<(), DirtyError> {
+    fn reset(&self, spans: &[GpaRange]) -> Result<(), DirtyError> {
         self.0.iter().try_for_each(|s| s.reset(spans))
     }
 
-    fn take(&self, spans: &[GpaSpan], out: &mut Vec<u64>) -> Result<(), DirtyError> {
+    fn take(&self, spans: &[GpaRange], out: &mut Vec<u64>) -> Result<(), DirtyError> {
         self.merge(out, |s, out| s.take(spans, out))
     }
 
-    fn take_final(&self, spans: &[GpaSpan], out: &mut Vec<u64>) -> Result<(), DirtyError> {
+    fn take_final(&self, spans: &[GpaRange], out: &mut Vec<u64>) -> Result<(), DirtyError> {
         self.merge(out, |s, out| s.take_final(spans, out))
     }
 }
@@ -283,21 +282,21 @@ mod tests {
         let note = |gpa, len| log.write_section(gpa, len, || ());
         note(0x1000, 8);
         let mut none = Vec::new();
-        log.take(&[(0, 1 << 20)], &mut none).unwrap();
+        log.take(&[GpaRange::new(0, 1 << 20)], &mut none).unwrap();
         assert!(none.is_empty(), "disabled log records nothing");
         log.enable();
         note(0x1ff8, 16); // straddles pages 1 and 2
         note(0x8_0000, 1);
         let mut out = Vec::new();
-        log.take(&[(0, 0x4000)], &mut out).unwrap();
+        log.take(&[GpaRange::new(0, 0x4000)], &mut out).unwrap();
         assert_eq!(out, [0x1000, 0x2000]);
         out.clear();
-        log.take(&[(0, 1 << 20)], &mut out).unwrap();
+        log.take(&[GpaRange::new(0, 1 << 20)], &mut out).unwrap();
         assert_eq!(out, [0x8_0000], "taken pages are forgotten; others stay");
         note(0x3000, 1);
-        log.reset(&[(0x3000, 0x1000)]).unwrap();
+        log.reset(&[GpaRange::new(0x3000, 0x1000)]).unwrap();
         out.clear();
-        log.take(&[(0, 1 << 20)], &mut out).unwrap();
+        log.take(&[GpaRange::new(0, 1 << 20)], &mut out).unwrap();
         assert!(out.is_empty());
     }
 }

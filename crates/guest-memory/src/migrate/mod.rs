@@ -32,7 +32,7 @@ use std::fmt::Debug;
 use crate::tiered::TieredMemory;
 
 pub use batch::{Batch, Exchange, Move};
-pub use dirty::{CombinedDirty, DirtyError, DirtySource, GpaSpan, HostWriteLog};
+pub use dirty::{CombinedDirty, DirtyError, DirtySource, HostWriteLog};
 pub use faults::{FaultInjection, Step};
 pub use guard::{GuardError, GuardOptions, MinorFaultSink, WindowLock, WriteGuard};
 pub use kernel::{KernelError, KernelMigrator};

@@ -41,12 +41,13 @@ use thiserror::Error;
 use super::Migrator;
 use super::batch::{Batch, Move};
 use super::bounce::BounceArea;
-use super::dirty::{DirtyError, DirtySource, GpaSpan, PAGE_SIZE};
+use super::dirty::{DirtyError, DirtySource, PAGE_SIZE};
 use super::faults::{FaultInjection, Step, WRITE_WAIT_LIMIT};
 use super::guard::WriteGuard;
 use super::outcome::{BatchOutcome, MoveError, MoveStep, StepError};
 use super::stop::WriteStop;
 use super::urgent::Urgent;
+use crate::gpa_range::GpaRange;
 use crate::placement::Location;
 use crate::runs::runs_where;
 use crate::tiered::TieredMemory;
@@ -617,11 +618,15 @@ impl RemapMigrator {
         out
     }
 
-    fn spans(&self, moves: &[Planned]) -> Vec<GpaSpan> {
+    fn spans(&self, moves: &[Planned]) -> Vec<GpaRange> {
         let frames = self.memory.frames();
         moves
             .iter()
-            .filter_map(|m| frames.gpa(m.frame).map(|g| (g, self.frame_size())))
+            .filter_map(|m| {
+                frames
+                    .gpa(m.frame)
+                    .map(|g| GpaRange::new(g, self.frame_size()))
+            })
             .collect()
     }
 
@@ -662,7 +667,7 @@ impl RemapMigrator {
     /// [`FaultInjection::hold_precopy_until_dirty`]).
     fn wait_for_dirty(
         cfg: &PrecopyConfig,
-        spans: &[GpaSpan],
+        spans: &[GpaRange],
         pages: &mut Vec<u64>,
     ) -> Result<(), Failure> {
         let started = Instant::now();

@@ -13,10 +13,11 @@ use std::fmt::Debug;
 
 use thiserror::Error;
 
-/// The stop did not take; nothing was stopped.
+/// The stop did not take; nothing was stopped. The cause is the
+/// implementor's own error (the VMM's: vCPUs that did not park).
 #[derive(Debug, Error)]
-#[error("stopping the guest's writers: {0}")]
-pub struct StopError(pub String);
+#[error("stopping the guest's writers")]
+pub struct StopError(#[source] pub Box<dyn std::error::Error + Send + Sync>);
 
 /// Stops and resumes every writer of a VM's guest RAM at once.
 pub trait WriteStop: Send + Sync + Debug {
