@@ -10,6 +10,7 @@ use access_track::AccessTracker;
 use guest_memory::{BatchReport, Migrator, Move, TieredMemory};
 
 use crate::engine::EngineError;
+use crate::error_chain::error_chain;
 use crate::heat_model::HeatModel;
 use crate::planner::{self, Plan, PlanInput};
 use crate::policy::{PinnedRange, TieringPolicy};
@@ -415,17 +416,6 @@ fn hot_set_frames(heats: &[f64]) -> usize {
 
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 
 mod engine;
 mod engine_loop;
+mod error_chain;
 mod heat_config;
 mod heat_model;
 pub mod planner;
@@ -25,6 +26,7 @@ pub mod synthetic;
 
 pub use access_track::{AccessSample, AccessTracker, Coverage, TrackerError, TrackerStatus};
 pub use engine::{Engine, EngineError, EngineParts, MAX_DEADLINE_MS, TrackerSource};
+pub use error_chain::error_chain;
 pub use heat_config::{HeatConfig, HeatConfigError};
 pub use heat_model::{HeatError, HeatModel};
 pub use policy::{FastQuota, PinnedRange, PolicyError, PolicyLimits, Threshold, TieringPolicy};
