@@ -63,7 +63,10 @@ pub use placement::{Location, PlacementError, PlacementMap, PlacementSnapshot};
 pub use policy::{Placement, PlacementParseError};
 pub use proc_maps::MapsError;
 pub use shared_numa::NumaError;
-pub use size::{GIB, KIB, MIB, SizeError, TIB, format_size, format_size_arg, parse_size};
+pub use size::{
+    GIB, KIB, MIB, SizeError, TIB, format_size, format_size_arg, format_size_with_decimals,
+    parse_size,
+};
 pub use slots::{SlotAllocator, SlotError};
 pub use tier::{BackendSpec, TierSpec, TierSpecError};
 pub use tiered::{TierUsage, TieredMemory};
