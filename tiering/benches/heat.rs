@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
-use tiering::{AccessSample, HeatConfig, HeatModel, synthetic};
+use tiering::{AccessSample, HeatModel, HeatSettings, synthetic};
 
 const PAGES: u32 = 512;
 const SIZES: [(usize, &str); 3] = [(512, "1GiB"), (32 << 10, "64GiB"), (512 << 10, "1TiB")];
@@ -23,7 +23,7 @@ fn bench_heat(c: &mut Criterion) {
         let sampled: Vec<AccessSample> =
             samples.iter().map(|s| synthetic::sampled(s, 32)).collect();
         let mut model =
-            HeatModel::new(frames, PAGES, HeatConfig::default()).expect("valid heat model");
+            HeatModel::new(frames, PAGES, HeatSettings::default()).expect("valid heat model");
         for s in &samples {
             model.update(s).expect("matching sample");
         }

@@ -84,7 +84,7 @@ impl EngineLoop {
     ) -> Result<Self, EngineError> {
         let frame_size = memory.frame_size();
         let pages = u32::try_from(frame_size / 4096).unwrap_or(u32::MAX);
-        let heat = HeatModel::new(memory.frame_count(), pages, policy.heat.config())?;
+        let heat = HeatModel::new(memory.frame_count(), pages, policy.heat)?;
         let now = Instant::now();
         let mut engine = EngineLoop {
             promote: RateBudget::new(policy.promote_rate_mbps, policy.interval(), frame_size),
@@ -156,7 +156,7 @@ impl EngineLoop {
             self.stats.tracker = self.tracker.name().to_owned();
         }
         // Validated by the handle: the heat settings are valid.
-        let _ = self.heat.set_config(policy.heat.config());
+        let _ = self.heat.set_config(policy.heat);
         self.promote = RateBudget::new(policy.promote_rate_mbps, policy.interval(), frame_size);
         self.demote = RateBudget::new(policy.demote_rate_mbps, policy.interval(), frame_size);
         self.pinned = pinned_frames(&self.memory, &policy.pinned);

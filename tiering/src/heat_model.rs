@@ -11,7 +11,7 @@ use thiserror::Error;
 
 use access_track::{AccessSample, Coverage, MAX_PAGES_PER_FRAME, SampleError};
 
-use crate::heat_config::{HeatConfig, HeatConfigError};
+use crate::heat_settings::{HeatSettings, HeatSettingsError};
 use crate::ranking;
 
 /// Most frames a model holds (frame indices are ranked as `u32`).
@@ -22,7 +22,7 @@ const MAX_FRAMES: usize = u32::MAX as usize;
 pub enum HeatError {
     /// The settings are invalid.
     #[error("invalid heat settings")]
-    Config(#[from] HeatConfigError),
+    Config(#[from] HeatSettingsError),
     /// More frames than a model ranks.
     #[error("{frames} frames exceed the {MAX_FRAMES} a heat model holds")]
     TooManyFrames {
@@ -91,7 +91,7 @@ pub enum HeatError {
 /// cool frames merely for not looking at them.
 #[derive(Clone, Debug)]
 pub struct HeatModel {
-    config: HeatConfig,
+    config: HeatSettings,
     pages_per_frame: u32,
     heat: Vec<f64>,
     hot_pages: Vec<f64>,
@@ -103,7 +103,11 @@ pub struct HeatModel {
 
 impl HeatModel {
     /// A model of `frames` frames of `pages_per_frame` 4 KiB pages, all cold.
-    pub fn new(frames: usize, pages_per_frame: u32, config: HeatConfig) -> Result<Self, HeatError> {
+    pub fn new(
+        frames: usize,
+        pages_per_frame: u32,
+        config: HeatSettings,
+    ) -> Result<Self, HeatError> {
         config.validate()?;
         if frames > MAX_FRAMES {
             return Err(HeatError::TooManyFrames { frames });
@@ -195,13 +199,13 @@ impl HeatModel {
     }
 
     /// The settings in use.
-    pub fn config(&self) -> &HeatConfig {
+    pub fn config(&self) -> &HeatSettings {
         &self.config
     }
 
     /// Changes the settings from the next update on (policy changes at run
     /// time); the evidence gathered so far is kept.
-    pub fn set_config(&mut self, config: HeatConfig) -> Result<(), HeatError> {
+    pub fn set_config(&mut self, config: HeatSettings) -> Result<(), HeatError> {
         config.validate()?;
         self.config = config;
         Ok(())
@@ -278,7 +282,7 @@ struct Step {
 }
 
 impl Step {
-    fn new(config: &HeatConfig, sample: &AccessSample, pages_per_frame: u32) -> Self {
+    fn new(config: &HeatSettings, sample: &AccessSample, pages_per_frame: u32) -> Self {
         let decay = config.decay(sample.interval);
         Step {
             decay,

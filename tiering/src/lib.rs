@@ -14,8 +14,8 @@
 mod engine;
 mod engine_loop;
 mod error_chain;
-mod heat_config;
 mod heat_model;
+mod heat_settings;
 pub mod planner;
 pub mod policy;
 mod ranking;
@@ -27,8 +27,8 @@ pub mod synthetic;
 pub use access_track::{AccessSample, AccessTracker, Coverage, TrackerError, TrackerStatus};
 pub use engine::{Engine, EngineError, EngineParts, MAX_DEADLINE_MS, TrackerSource};
 pub use error_chain::error_chain;
-pub use heat_config::{HeatConfig, HeatConfigError};
 pub use heat_model::{HeatError, HeatModel};
+pub use heat_settings::{HeatSettings, HeatSettingsError};
 pub use policy::{FastQuota, PinnedRange, PolicyError, PolicyLimits, Threshold, TieringPolicy};
 pub use stats::{
     EngineStats, FrameView, IntervalRecord, MoveCount, RebalanceProgress, RebalanceState,

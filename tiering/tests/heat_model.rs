@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tiering::{AccessSample, Coverage, HeatConfig, HeatError, HeatModel};
+use tiering::{AccessSample, Coverage, HeatError, HeatModel, HeatSettings};
 
 const PAGES: u32 = 512;
 
@@ -24,10 +24,10 @@ fn sample(frames: usize, interval: Duration, counts: &[(usize, u16, u16)]) -> Ac
 }
 
 fn model(frames: usize, read_weight: f64, write_weight: f64, half_life_secs: f64) -> HeatModel {
-    let config = HeatConfig {
+    let config = HeatSettings {
         read_weight,
         write_weight,
-        half_life_secs,
+        half_life_ms: (half_life_secs * 1000.0).round() as u64,
     };
     HeatModel::new(frames, PAGES, config).unwrap()
 }
@@ -75,10 +75,10 @@ fn writes_weigh_as_configured() {
     assert_eq!(m.hot_pages(1), m.hot_pages(2));
     assert_eq!(m.hot_pages(0), m.hot_pages(3));
 
-    m.set_config(HeatConfig {
+    m.set_config(HeatSettings {
         read_weight: 2.0,
         write_weight: 0.0,
-        half_life_secs: 2.0,
+        half_life_ms: 2000,
     })
     .unwrap();
     m.update(&sample(4, Duration::ZERO, &[(0, 1, 0), (1, 1, 1)]))
@@ -286,8 +286,8 @@ fn mismatched_samples_and_bad_frames_are_errors() {
     assert_eq!(m.heat(4), None);
     assert_eq!(m.hot_pages(4), None);
 
-    let bad_config = HeatConfig {
-        half_life_secs: 0.0,
+    let bad_config = HeatSettings {
+        half_life_ms: 0,
         ..Default::default()
     };
     assert!(matches!(
@@ -299,7 +299,7 @@ fn mismatched_samples_and_bad_frames_are_errors() {
         Err(HeatError::Config(_))
     ));
     assert_eq!(
-        HeatModel::new(4, 0, HeatConfig::default()).err(),
+        HeatModel::new(4, 0, HeatSettings::default()).err(),
         Some(HeatError::PagesPerFrame { pages: 0 })
     );
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use tiering::{AccessSample, HeatConfig, HeatError, HeatModel, synthetic};
+use tiering::{AccessSample, HeatError, HeatModel, HeatSettings, synthetic};
 
 use crate::stats::median;
 
@@ -79,7 +79,7 @@ pub fn measure(frames: usize, repetitions: usize) -> Result<HeatSizeResult, Heat
         .iter()
         .map(|s| synthetic::sampled(s, SAMPLED_PAGES))
         .collect();
-    let mut model = HeatModel::new(frames, PAGES, HeatConfig::default())?;
+    let mut model = HeatModel::new(frames, PAGES, HeatSettings::default())?;
     for s in &full {
         model.update(s)?;
     }
