@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
+use oracle::ranking;
 use tiering::{AccessSample, HeatModel, HeatSettings, synthetic};
 
 const PAGES: u32 = 512;
@@ -44,11 +45,11 @@ fn bench_heat(c: &mut Criterion) {
             })
         });
         group.bench_function(BenchmarkId::new("hottest_quarter", label), |b| {
-            b.iter(|| black_box(model.hottest(frames / 4)))
+            b.iter(|| black_box(ranking::hottest(model.heats(), frames / 4)))
         });
-        let fast = model.hottest(frames / 4);
+        let fast = ranking::hottest(model.heats(), frames / 4);
         group.bench_function(BenchmarkId::new("coldest_tenth_of_fast", label), |b| {
-            b.iter(|| black_box(model.coldest_among(&fast, frames / 40)))
+            b.iter(|| black_box(ranking::coldest_among(model.heats(), &fast, frames / 40)))
         });
         group.finish();
     }

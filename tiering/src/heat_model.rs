@@ -12,9 +12,9 @@ use thiserror::Error;
 use access_track::{AccessSample, Coverage, MAX_PAGES_PER_FRAME, SampleError};
 
 use crate::heat_settings::{HeatSettings, HeatSettingsError};
-use crate::ranking;
 
-/// Most frames a model holds (frame indices are ranked as `u32`).
+/// Most frames a model holds (the harness ranks frame indices as `u32`:
+/// `oracle::ranking`).
 const MAX_FRAMES: usize = u32::MAX as usize;
 
 /// Errors of the heat model.
@@ -53,20 +53,6 @@ pub enum HeatError {
         sample: u32,
         /// Pages per frame of the model.
         model: u32,
-    },
-    /// A frame index is out of range.
-    #[error("frame {frame} out of range ({frames} frames)")]
-    FrameOutOfRange {
-        /// The index given.
-        frame: usize,
-        /// Frames in the model.
-        frames: usize,
-    },
-    /// A frame was given twice.
-    #[error("frame {frame} given twice")]
-    DuplicateFrame {
-        /// The index given twice.
-        frame: usize,
     },
 }
 
@@ -234,39 +220,6 @@ impl HeatModel {
     /// Hot-page estimate of every frame, by frame index.
     pub fn hot_page_counts(&self) -> &[f64] {
         &self.hot_pages
-    }
-
-    /// The `k` hottest frames (all of them if fewer), hottest first.
-    pub fn hottest(&self, k: usize) -> Vec<usize> {
-        ranking::hottest(&self.heat, k)
-    }
-
-    /// The `k` coldest of `frames` (e.g. the frames on the fast tier),
-    /// coldest first. Every frame must exist and be given once.
-    pub fn coldest_among(&self, frames: &[usize], k: usize) -> Result<Vec<usize>, HeatError> {
-        let mut seen = vec![0u64; self.len().div_ceil(64)];
-        let mut candidates = Vec::with_capacity(frames.len());
-        for &frame in frames {
-            if frame >= self.len() {
-                return Err(HeatError::FrameOutOfRange {
-                    frame,
-                    frames: self.len(),
-                });
-            }
-            let (word, bit) = (frame / 64, 1u64 << (frame % 64));
-            if seen[word] & bit != 0 {
-                return Err(HeatError::DuplicateFrame { frame });
-            }
-            seen[word] |= bit;
-            // frame < len <= MAX_FRAMES = u32::MAX.
-            candidates.push(frame as u32);
-        }
-        Ok(ranking::coldest(&self.heat, &candidates, k))
-    }
-
-    /// Every frame, hottest first.
-    pub fn rank(&self) -> Vec<usize> {
-        ranking::rank(&self.heat)
     }
 }
 

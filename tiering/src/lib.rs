@@ -4,8 +4,9 @@
 //! ground truth.
 //!
 //! * [`HeatModel`]: per frame, the decayed access evidence of tracker
-//!   samples ([`AccessSample`]), an estimate of the frame's distinct hot
-//!   4 KiB pages, and a ranking.
+//!   samples ([`AccessSample`]) and an estimate of the frame's distinct hot
+//!   4 KiB pages (ranking frames by it is the harness's job:
+//!   `oracle::ranking`).
 //! * [`TieringPolicy`]: the operator's knobs, validated as a whole.
 //! * [`planner`]: which frames to promote and demote this interval.
 //! * [`Engine`]: the per-VM thread that closes the loop (collect → heat →
@@ -18,7 +19,6 @@ mod heat_model;
 mod heat_settings;
 pub mod planner;
 pub mod policy;
-mod ranking;
 mod rate;
 mod rebalance;
 pub mod stats;

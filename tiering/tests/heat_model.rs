@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use oracle::{RankingError, ranking};
 use tiering::{AccessSample, Coverage, HeatError, HeatModel, HeatSettings};
 
 const PAGES: u32 = 512;
@@ -99,12 +100,15 @@ fn ranking_picks_the_frames_with_the_most_evidence() {
     }
     let mut by_evidence: Vec<usize> = (0..FRAMES).collect();
     by_evidence.sort_by_key(|&f| (std::cmp::Reverse(evidence(f)), f));
-    assert_eq!(m.hottest(50), by_evidence[..50]);
-    assert_eq!(m.rank(), by_evidence);
-    let top100 = m.hottest(100);
+    assert_eq!(ranking::hottest(m.heats(), 50), by_evidence[..50]);
+    assert_eq!(ranking::rank(m.heats()), by_evidence);
+    let top100 = ranking::hottest(m.heats(), 100);
     let mut coldest_of_top: Vec<usize> = by_evidence[90..100].to_vec();
     coldest_of_top.reverse();
-    assert_eq!(m.coldest_among(&top100, 10).unwrap(), coldest_of_top);
+    assert_eq!(
+        ranking::coldest_among(m.heats(), &top100, 10).unwrap(),
+        coldest_of_top
+    );
 }
 
 #[test]
@@ -122,7 +126,7 @@ fn a_new_hot_set_overtakes_the_old_one_after_one_half_life() {
         m.update(&sample(FRAMES, secs(interval), &touch(&old)))
             .unwrap();
     }
-    assert_eq!(m.hottest(10), old);
+    assert_eq!(ranking::hottest(m.heats(), 10), old);
     // At an equal rate, the new set's heat (1 − dⁿ)·r/(1 − d) passes the
     // old set's dⁿ·r/(1 − d) once dⁿ < ½, i.e. after n > half-life /
     // interval intervals.
@@ -132,7 +136,11 @@ fn a_new_hot_set_overtakes_the_old_one_after_one_half_life() {
         m.update(&sample(FRAMES, secs(interval), &touch(&new)))
             .unwrap();
         let expected = if i < n { &old } else { &new };
-        assert_eq!(&m.hottest(10), expected, "after {i} intervals");
+        assert_eq!(
+            &ranking::hottest(m.heats(), 10),
+            expected,
+            "after {i} intervals"
+        );
     }
 }
 
@@ -244,9 +252,9 @@ fn degenerate_samples_stay_finite() {
     let mut empty = model(0, 1.0, 1.0, 1.0);
     empty.update(&sample(0, Duration::ZERO, &[])).unwrap();
     assert!(empty.is_empty());
-    assert!(empty.hottest(5).is_empty());
-    assert!(empty.rank().is_empty());
-    assert_eq!(empty.coldest_among(&[], 3), Ok(vec![]));
+    assert!(ranking::hottest(empty.heats(), 5).is_empty());
+    assert!(ranking::rank(empty.heats()).is_empty());
+    assert_eq!(ranking::coldest_among(empty.heats(), &[], 3), Ok(vec![]));
 }
 
 #[test]
@@ -273,15 +281,15 @@ fn mismatched_samples_and_bad_frames_are_errors() {
     assert_eq!(m.updates(), 0);
 
     assert_eq!(
-        m.coldest_among(&[1, 4], 1),
-        Err(HeatError::FrameOutOfRange {
+        ranking::coldest_among(m.heats(), &[1, 4], 1),
+        Err(RankingError::FrameOutOfRange {
             frame: 4,
             frames: 4
         })
     );
     assert_eq!(
-        m.coldest_among(&[2, 1, 2], 1),
-        Err(HeatError::DuplicateFrame { frame: 2 })
+        ranking::coldest_among(m.heats(), &[2, 1, 2], 1),
+        Err(RankingError::DuplicateFrame { frame: 2 })
     );
     assert_eq!(m.heat(4), None);
     assert_eq!(m.hot_pages(4), None);

@@ -330,8 +330,7 @@ pub fn run(r: &Run) -> Outcome {
                             .any(|t| t.gpa < g + 2 * MIB && g < t.gpa + t.len)
                     })
                 };
-                let predicted: Vec<usize> = heat
-                    .rank()
+                let predicted: Vec<usize> = oracle::ranking::rank(heat.heats())
                     .into_iter()
                     .filter(|&f| described(f))
                     .take(k)

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use oracle::ranking;
 use tiering::{AccessSample, HeatError, HeatModel, HeatSettings, synthetic};
 
 use crate::stats::median;
@@ -93,7 +94,7 @@ pub fn measure(frames: usize, repetitions: usize) -> Result<HeatSizeResult, Heat
         model.update(black_box(&partial[next]))
     })?;
     let hottest_quarter_us = time_per_call(repetitions, || {
-        black_box(model.hottest(frames / 4));
+        black_box(ranking::hottest(model.heats(), frames / 4));
         Ok(())
     })?;
     Ok(HeatSizeResult {
