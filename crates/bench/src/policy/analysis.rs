@@ -5,44 +5,16 @@
 //! guest throughput and the engine's counters. Boot and warm-up (before
 //! phase 0) are left out of everything.
 
-use std::collections::BTreeMap;
-
-use thiserror::Error;
-
-use oracle::{Oracle, OracleError};
 use tiering::EngineStats;
 use tiering::stats::IntervalRecord;
 use vmm::guest_state::PhaseReport;
 
-use super::guest::{Sample, Trace};
-use super::metrics::{dram_hit, min_moves, oracle_hit};
 use super::result::{EngineSummary, PhaseResult, RatePoint, RunResult, TimePoint};
 use super::settings::{Case, PolicySettings, TARGET_AFTER_SHIFT};
 use crate::stats::{mean, ratio};
-
-/// Why a trace could not be analysed.
-#[derive(Debug, Error)]
-pub enum AnalysisError {
-    /// The payload announced no phase.
-    #[error("the guest began no phase")]
-    NoPhases,
-    /// A phase's ground truth does not fit guest RAM.
-    #[error("ground truth of phase {phase}")]
-    Oracle {
-        /// The phase.
-        phase: u64,
-        /// What the oracle refused.
-        #[source]
-        source: OracleError,
-    },
-}
-
-/// One phase's oracle: access probability per frame and the best
-/// DRAM-hit ratio for the quota.
-struct PhaseOracle {
-    access: Vec<f64>,
-    best: f64,
-}
+use crate::suite_common::{
+    AnalysisError, PhaseOracle, Sample, Trace, dram_hit, min_moves, phase_oracles,
+};
 
 /// Builds the result of `workload` under `case` from its trace.
 pub fn analyze(
@@ -52,15 +24,7 @@ pub fn analyze(
     trace: &Trace,
 ) -> Result<RunResult, AnalysisError> {
     let quota = settings.quota_frames(case);
-    let origin = *trace.phase_starts.get(&0).ok_or(AnalysisError::NoPhases)?;
-    let mut oracles = BTreeMap::new();
-    for (&phase, ranges) in &trace.truths {
-        let oracle = Oracle::new(&trace.ram, settings.frame_size, ranges)
-            .map_err(|source| AnalysisError::Oracle { phase, source })?;
-        let access = oracle.access_probabilities().to_vec();
-        let best = oracle_hit(&access, quota);
-        oracles.insert(phase, PhaseOracle { access, best });
-    }
+    let (origin, oracles) = phase_oracles(trace, settings.frame_size, quota)?;
 
     let timeline: Vec<TimePoint> = trace
         .samples
@@ -301,10 +265,11 @@ pub fn engine_summary(stats: &EngineStats) -> EngineSummary {
 
 #[cfg(test)]
 mod tests {
-    use guest_abi::{AccessRange, GpaRange};
+    use guest_abi::GpaRange;
     use tiering::stats::MoveCount;
 
     use super::*;
+    use crate::testing::hot_frame;
 
     const MIB: u64 = 1 << 20;
 
@@ -312,14 +277,7 @@ mod tests {
     /// 6; room for one frame. The placement starts on frame 0, finds
     /// frame 1 at 0.2 s, frame 6 at 1.3 s.
     fn trace() -> Trace {
-        let hot = |frame: u64| {
-            vec![AccessRange {
-                gpa: frame * 2 * MIB,
-                len: 2 * MIB,
-                weight: 1.0,
-                write_fraction: 0.5,
-            }]
-        };
+        let hot = |frame: u64| hot_frame(frame, 0.5);
         let on = |frame: usize| {
             let mut t = vec![1u8; 8];
             t[frame] = 0;

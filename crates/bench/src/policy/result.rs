@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use super::settings::{
     PolicySettings, TARGET_AFTER_SHIFT, TARGET_BYTES_RATIO, TARGET_SHIFT_SECS, TARGET_STEADY,
-    format_share,
 };
 use crate::size::format_size;
+use crate::suite_common::format_share;
 use crate::table::{Align, RowWidthError, Table};
 use crate::track::{format_percent, format_us};
 
