@@ -136,6 +136,29 @@ mod tests {
     }
 
     #[test]
+    fn nothing_to_rank_ranks_nothing() {
+        assert!(hottest(&[], 5).is_empty());
+        assert!(rank(&[]).is_empty());
+        assert_eq!(coldest_among(&[], &[], 3), Ok(vec![]));
+    }
+
+    #[test]
+    fn coldest_among_refuses_unknown_and_repeated_frames() {
+        let heat = [0.0; 4];
+        assert_eq!(
+            coldest_among(&heat, &[1, 4], 1),
+            Err(RankingError::FrameOutOfRange {
+                frame: 4,
+                frames: 4
+            })
+        );
+        assert_eq!(
+            coldest_among(&heat, &[2, 1, 2], 1),
+            Err(RankingError::DuplicateFrame { frame: 2 })
+        );
+    }
+
+    #[test]
     fn coldest_among_candidates_only() {
         let heat = [1.0, 5.0, 0.0, 5.0, 3.0];
         assert_eq!(coldest(&heat, &[1, 3, 4], 2), vec![4, 1]);
