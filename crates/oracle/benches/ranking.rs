@@ -38,12 +38,15 @@ fn bench_ranking(c: &mut Criterion) {
     }
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default()
+/// Short runs, as the heat model's bench: the sizes span three orders of
+/// magnitude and the medians are all that is read.
+fn short_runs() -> Criterion {
+    let (warm_up, measure) = (Duration::from_millis(300), Duration::from_secs(1));
+    Criterion::default()
         .sample_size(10)
-        .warm_up_time(Duration::from_millis(300))
-        .measurement_time(Duration::from_secs(1));
-    targets = bench_ranking
+        .warm_up_time(warm_up)
+        .measurement_time(measure)
 }
+
+criterion_group!(name = benches; config = short_runs(); targets = bench_ranking);
 criterion_main!(benches);
