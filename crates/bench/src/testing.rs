@@ -18,13 +18,11 @@ use crate::migrate::{
     BatchSizeResult, GuestLoad, Leg, MigrateResult, MigrateSettings, PhaseTimes, Protocol,
     ScenarioResult, SoakLeg, SoakResult, SoakSettings, StallSummary, Verification, scenarios,
 };
-use crate::policy::{
-    EngineSummary, PhaseResult, PolicyResult, PolicySettings, RatePoint, RunResult, TimePoint,
-};
+use crate::policy::{PhaseResult, PolicyResult, PolicySettings, RunResult, TimePoint};
 use crate::report::BenchReport;
 use crate::stats::ratio;
 use crate::suite::SuiteResult;
-use crate::suite_common::{Sample, Trace};
+use crate::suite_common::{EngineSummary, RatePoint, Sample, Trace};
 use crate::track::{
     Collects, HeatSizeResult, PairedMeasurement, PairedResult, PhaseMops, PhaseSchedule,
     RunMeasurement, TrackResult, TrackSettings, WorkloadResult,

@@ -5,15 +5,15 @@
 //! guest throughput and the engine's counters. Boot and warm-up (before
 //! phase 0) are left out of everything.
 
-use tiering::EngineStats;
 use tiering::stats::IntervalRecord;
 use vmm::guest_state::PhaseReport;
 
-use super::result::{EngineSummary, PhaseResult, RatePoint, RunResult, TimePoint};
+use super::result::{PhaseResult, RunResult, TimePoint};
 use super::settings::{Case, PolicySettings, TARGET_AFTER_SHIFT};
 use crate::stats::{mean, ratio};
 use crate::suite_common::{
-    AnalysisError, PhaseOracle, Sample, Trace, dram_hit, min_moves, phase_oracles,
+    AnalysisError, PhaseOracle, Sample, Trace, convergence_secs, dram_hit, engine_summary,
+    longest_convergence, migration_rates, min_moves, phase_mops, phase_oracles,
 };
 
 /// Builds the result of `workload` under `case` from its trace.
@@ -135,7 +135,10 @@ fn phase_result(
         .iter()
         .find(|p| since(p) >= settings.shift_window_secs - 1e-9)
         .and_then(|p| p.ratio);
-    let convergence_secs = convergence_secs(points.iter().map(|p| (since(p), p.ratio)));
+    let convergence_secs = convergence_secs(
+        points.iter().map(|p| (since(p), p.ratio)),
+        TARGET_AFTER_SHIFT,
+    );
     let needed = before.map(|tiers| min_moves(&o.access, tiers, quota));
     let min_bytes = needed.map_or(0, |m| m.frames() as u64 * settings.frame_size);
     let moved_bytes = recent
@@ -163,27 +166,6 @@ fn phase_result(
     }
 }
 
-/// Seconds from a phase's start until its engine/oracle ratio first
-/// reached [`TARGET_AFTER_SHIFT`], from `(seconds since the phase began,
-/// ratio)` per sample in time order; `None` when it never did.
-pub fn convergence_secs(points: impl IntoIterator<Item = (f64, Option<f64>)>) -> Option<f64> {
-    points
-        .into_iter()
-        .find(|(_, ratio)| ratio.is_some_and(|r| r >= TARGET_AFTER_SHIFT))
-        .map(|(since, _)| since.max(0.0))
-}
-
-/// The longest of the phases' convergence times; `None` when there is
-/// none or one phase never converged.
-pub fn longest_convergence(phases: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
-    phases
-        .into_iter()
-        .try_fold(None, |worst: Option<f64>, c| {
-            c.map(|c| Some(worst.map_or(c, |w| w.max(c))))
-        })
-        .flatten()
-}
-
 /// The placement of the last sample at or before `at` (the placement the
 /// phase starting then inherits); `None` when nothing was sampled yet.
 fn placement_at(samples: &[Sample], at: f64) -> Option<&[u8]> {
@@ -195,77 +177,10 @@ fn placement_at(samples: &[Sample], at: f64) -> Option<&[u8]> {
         .map(|s| s.tiers.as_slice())
 }
 
-/// Guest throughput of `phase`, Mops/s: per vCPU its operations over its
-/// own measured time, summed; `None` unless every vCPU reported it.
-pub fn phase_mops(reports: &[PhaseReport], phase: u64, vcpus: u32) -> Option<f64> {
-    let mut total = 0.0;
-    for vcpu in 0..vcpus {
-        let r = reports
-            .iter()
-            .find(|r| r.vcpu == vcpu && r.phase == phase)?;
-        if r.nanos == 0 {
-            return None;
-        }
-        total += r.ops as f64 * 1e3 / r.nanos as f64;
-    }
-    Some(total)
-}
-
-/// Migration rate per engine interval from phase 0 on, MB/s (10^6
-/// bytes), at each interval's end; `origin` is phase 0's start in seconds
-/// (the engine's and the guest's clocks start together, at VM creation).
-pub fn migration_rates(recent: &[IntervalRecord], origin: f64) -> Vec<RatePoint> {
-    let mut points = Vec::new();
-    // The first interval began when the engine did (its clock's zero):
-    // its moves count too, which matters when the guest's phase 0 began
-    // before the engine's first interval ended.
-    let mut previous = 0;
-    for r in recent {
-        let at = r.at_ms as f64 / 1e3 - origin;
-        let span_ms = r.at_ms.saturating_sub(previous);
-        previous = r.at_ms;
-        if at < 0.0 || span_ms == 0 {
-            continue;
-        }
-        points.push(RatePoint {
-            secs: at,
-            mbps: r.bytes as f64 / 1e6 / (span_ms as f64 / 1e3),
-        });
-    }
-    points
-}
-
-/// The engine's counters in a run's result: totals, and mean µs per
-/// interval of each stage.
-pub fn engine_summary(stats: &EngineStats) -> EngineSummary {
-    let per_interval = |micros: u64| {
-        if stats.intervals == 0 {
-            0.0
-        } else {
-            micros as f64 / stats.intervals as f64
-        }
-    };
-    let s = &stats.stage_micros;
-    EngineSummary {
-        intervals: stats.intervals,
-        promoted_frames: stats.promotions.frames,
-        promoted_bytes: stats.promotions.bytes,
-        demoted_frames: stats.demotions.frames,
-        demoted_bytes: stats.demotions.bytes,
-        exchanges: stats.exchanges,
-        aborted: stats.aborted,
-        tracker_errors: stats.tracker_errors,
-        last_error: stats.last_error.clone(),
-        collect_us: per_interval(s.collect),
-        heat_us: per_interval(s.heat),
-        plan_us: per_interval(s.plan),
-        migrate_us: per_interval(s.migrate),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use guest_abi::GpaRange;
+    use tiering::EngineStats;
     use tiering::stats::MoveCount;
 
     use super::*;

@@ -24,17 +24,13 @@ use crate::progress;
 use crate::suite_common::{CaseError, run_case};
 
 pub use crate::suite_common::{
-    AnalysisError, MinMoves, RunError, RunSpec, Sample, Trace, dram_hit, format_share, min_moves,
-    oracle_hit, run_spec, spec_config,
+    AnalysisError, EngineSummary, MinMoves, RatePoint, RunError, RunSpec, Sample, Trace,
+    convergence_secs, dram_hit, engine_summary, format_share, longest_convergence, migration_rates,
+    min_moves, oracle_hit, phase_mops, run_spec, spec_config,
 };
-pub use analysis::{
-    analyze, convergence_secs, engine_summary, longest_convergence, migration_rates, phase_mops,
-};
+pub use analysis::analyze;
 pub use charts::{hit_chart, hit_chart_name, migration_chart, write_svgs};
-pub use result::{
-    EngineSummary, PhaseResult, PolicyResult, RatePoint, RunResult, Targets, TimePoint, Verdict,
-    format_ratio,
-};
+pub use result::{PhaseResult, PolicyResult, RunResult, Targets, TimePoint, Verdict, format_ratio};
 pub use settings::{
     Case, PolicySettings, SettingsError, TARGET_AFTER_SHIFT, TARGET_BYTES_RATIO, TARGET_SHIFT_SECS,
     TARGET_STEADY,

@@ -2,13 +2,16 @@
 //! guest run ([`run_spec`]: a fresh VM, its placement sampled, its ground
 //! truth and engine counters read afterwards), the payload's workload
 //! string, quotas in whole frames, each phase's oracle and the DRAM-hit
-//! arithmetic on it ([`phase_oracles`], [`dram_hit`]), the error of one
+//! arithmetic on it ([`phase_oracles`], [`dram_hit`]), what else a run
+//! is scored by (throughput, convergence, the engine's counters and
+//! migration rate), the error of one
 //! run and its scoring ([`CaseError`], [`run_case`]), and shares as they
 //! are printed. What each suite measures, scores, reports and draws stays
 //! in the suite.
 
 mod guest;
 mod metrics;
+mod scoring;
 
 use std::collections::BTreeMap;
 
@@ -18,6 +21,10 @@ use oracle::{Oracle, OracleError};
 
 pub use guest::{RunError, RunSpec, Sample, Trace, run_spec, spec_config};
 pub use metrics::{MinMoves, dram_hit, min_moves, oracle_hit};
+pub use scoring::{
+    EngineSummary, RatePoint, convergence_secs, engine_summary, longest_convergence,
+    migration_rates, phase_mops,
+};
 
 /// Why a trace could not be analysed.
 #[derive(Debug, Error)]

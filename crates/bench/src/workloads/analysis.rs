@@ -9,11 +9,12 @@ use super::result::{HitPoint, ModeledCost, PhaseResult, RunResult};
 use super::settings::{RunCase, WorkloadsSettings};
 use super::tier_map::TierMap;
 use crate::model::{Demand, MODELS, Pattern};
-use crate::policy::{
-    convergence_secs, engine_summary, longest_convergence, migration_rates, phase_mops,
-};
+use crate::policy::TARGET_AFTER_SHIFT;
 use crate::stats::{mean, ratio};
-use crate::suite_common::{AnalysisError, Trace, dram_hit, phase_oracles};
+use crate::suite_common::{
+    AnalysisError, Trace, convergence_secs, dram_hit, engine_summary, longest_convergence,
+    migration_rates, phase_mops, phase_oracles,
+};
 
 /// Builds the result of `workload` under `case` from its trace.
 pub fn analyze(
@@ -54,6 +55,7 @@ pub fn analyze(
                     points
                         .iter()
                         .map(|p| (p.secs - start_secs, ratio(p.dram_hit, p.oracle_hit))),
+                    TARGET_AFTER_SHIFT,
                 ),
                 samples: points.len(),
                 mops: phase_mops(&trace.reports, phase, settings.vcpus),
