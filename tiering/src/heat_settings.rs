@@ -97,22 +97,20 @@ mod tests {
     #[test]
     fn bad_weights_and_half_lives_are_rejected() {
         for bad in [f64::NAN, -1.0, f64::INFINITY] {
-            let c = HeatSettings {
+            let write = HeatSettings {
                 write_weight: bad,
                 ..Default::default()
             };
-            assert!(matches!(
-                c.validate(),
-                Err(HeatSettingsError::Weight { which: "write", .. })
-            ));
-            let c = HeatSettings {
+            let read = HeatSettings {
                 read_weight: bad,
                 ..Default::default()
             };
-            assert!(matches!(
-                c.validate(),
-                Err(HeatSettingsError::Weight { which: "read", .. })
-            ));
+            for (name, c) in [("write", write), ("read", read)] {
+                assert!(matches!(
+                    c.validate(),
+                    Err(HeatSettingsError::Weight { which, .. }) if which == name
+                ));
+            }
         }
         // Whole milliseconds: zero is the only half-life that is not a
         // finite positive number.
