@@ -10,6 +10,7 @@ use access_track::AccessTracker;
 use guest_memory::{Batch, BatchOutcome, Migrator, TieredMemory};
 
 use crate::engine_error::EngineError;
+use crate::error_chain::error_chain;
 use crate::heat_model::HeatModel;
 use crate::planner::{self, Plan, PlanInput};
 use crate::policy::{PinnedRange, TieringPolicy};
@@ -85,7 +86,7 @@ impl EngineLoop {
     ) -> Result<Self, EngineError> {
         let frame_size = memory.frame_size();
         let pages = u32::try_from(frame_size / 4096).unwrap_or(u32::MAX);
-        let heat = HeatModel::new(memory.frame_count(), pages, policy.heat.config())?;
+        let heat = HeatModel::new(memory.frame_count(), pages, policy.heat)?;
         let now = Instant::now();
         let mut engine = EngineLoop {
             promote: RateBudget::new(policy.promote_rate_mbps, policy.interval(), frame_size),
@@ -160,7 +161,7 @@ impl EngineLoop {
             self.stats.tracker = self.tracker.name().to_owned();
         }
         // Validated by the handle: the heat settings are valid.
-        let _ = self.heat.set_config(policy.heat.config());
+        let _ = self.heat.set_config(policy.heat);
         self.promote = RateBudget::new(policy.promote_rate_mbps, policy.interval(), frame_size);
         self.demote = RateBudget::new(policy.demote_rate_mbps, policy.interval(), frame_size);
         self.pinned = pinned_frames(&self.memory, &policy.pinned);
@@ -407,17 +408,6 @@ fn hot_set_frames(heats: &[f64]) -> usize {
 
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -11,10 +11,10 @@ use thiserror::Error;
 
 use access_track::{AccessSample, Coverage, MAX_PAGES_PER_FRAME, SampleError};
 
-use crate::heat_config::{HeatConfig, HeatConfigError};
-use crate::ranking;
+use crate::heat_settings::{HeatSettings, HeatSettingsError};
 
-/// Most frames a model holds (frame indices are ranked as `u32`).
+/// Most frames a model holds (the harness ranks frame indices as `u32`:
+/// `oracle::ranking`).
 const MAX_FRAMES: usize = u32::MAX as usize;
 
 /// Errors of the heat model.
@@ -22,7 +22,7 @@ const MAX_FRAMES: usize = u32::MAX as usize;
 pub enum HeatError {
     /// The settings are invalid.
     #[error("invalid heat settings")]
-    Config(#[from] HeatConfigError),
+    Config(#[from] HeatSettingsError),
     /// More frames than a model ranks.
     #[error("{frames} frames exceed the {MAX_FRAMES} a heat model holds")]
     TooManyFrames {
@@ -54,20 +54,6 @@ pub enum HeatError {
         /// Pages per frame of the model.
         model: u32,
     },
-    /// A frame index is out of range.
-    #[error("frame {frame} out of range ({frames} frames)")]
-    FrameOutOfRange {
-        /// The index given.
-        frame: usize,
-        /// Frames in the model.
-        frames: usize,
-    },
-    /// A frame was given twice.
-    #[error("frame {frame} given twice")]
-    DuplicateFrame {
-        /// The index given twice.
-        frame: usize,
-    },
 }
 
 /// Heat and hot-page estimates of a fixed set of frames.
@@ -91,7 +77,7 @@ pub enum HeatError {
 /// cool frames merely for not looking at them.
 #[derive(Clone, Debug)]
 pub struct HeatModel {
-    config: HeatConfig,
+    config: HeatSettings,
     pages_per_frame: u32,
     heat: Vec<f64>,
     hot_pages: Vec<f64>,
@@ -103,7 +89,11 @@ pub struct HeatModel {
 
 impl HeatModel {
     /// A model of `frames` frames of `pages_per_frame` 4 KiB pages, all cold.
-    pub fn new(frames: usize, pages_per_frame: u32, config: HeatConfig) -> Result<Self, HeatError> {
+    pub fn new(
+        frames: usize,
+        pages_per_frame: u32,
+        config: HeatSettings,
+    ) -> Result<Self, HeatError> {
         config.validate()?;
         if frames > MAX_FRAMES {
             return Err(HeatError::TooManyFrames { frames });
@@ -195,13 +185,13 @@ impl HeatModel {
     }
 
     /// The settings in use.
-    pub fn config(&self) -> &HeatConfig {
+    pub fn config(&self) -> &HeatSettings {
         &self.config
     }
 
     /// Changes the settings from the next update on (policy changes at run
     /// time); the evidence gathered so far is kept.
-    pub fn set_config(&mut self, config: HeatConfig) -> Result<(), HeatError> {
+    pub fn set_config(&mut self, config: HeatSettings) -> Result<(), HeatError> {
         config.validate()?;
         self.config = config;
         Ok(())
@@ -231,39 +221,6 @@ impl HeatModel {
     pub fn hot_page_counts(&self) -> &[f64] {
         &self.hot_pages
     }
-
-    /// The `k` hottest frames (all of them if fewer), hottest first.
-    pub fn hottest(&self, k: usize) -> Vec<usize> {
-        ranking::hottest(&self.heat, k)
-    }
-
-    /// The `k` coldest of `frames` (e.g. the frames on the fast tier),
-    /// coldest first. Every frame must exist and be given once.
-    pub fn coldest_among(&self, frames: &[usize], k: usize) -> Result<Vec<usize>, HeatError> {
-        let mut seen = vec![0u64; self.len().div_ceil(64)];
-        let mut candidates = Vec::with_capacity(frames.len());
-        for &frame in frames {
-            if frame >= self.len() {
-                return Err(HeatError::FrameOutOfRange {
-                    frame,
-                    frames: self.len(),
-                });
-            }
-            let (word, bit) = (frame / 64, 1u64 << (frame % 64));
-            if seen[word] & bit != 0 {
-                return Err(HeatError::DuplicateFrame { frame });
-            }
-            seen[word] |= bit;
-            // frame < len <= MAX_FRAMES = u32::MAX.
-            candidates.push(frame as u32);
-        }
-        Ok(ranking::coldest(&self.heat, &candidates, k))
-    }
-
-    /// Every frame, hottest first.
-    pub fn rank(&self) -> Vec<usize> {
-        ranking::rank(&self.heat)
-    }
 }
 
 /// The constants of one update.
@@ -278,7 +235,7 @@ struct Step {
 }
 
 impl Step {
-    fn new(config: &HeatConfig, sample: &AccessSample, pages_per_frame: u32) -> Self {
+    fn new(config: &HeatSettings, sample: &AccessSample, pages_per_frame: u32) -> Self {
         let decay = config.decay(sample.interval);
         Step {
             decay,

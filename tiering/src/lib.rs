@@ -4,8 +4,9 @@
 //! ground truth.
 //!
 //! * [`HeatModel`]: per frame, the decayed access evidence of tracker
-//!   samples ([`AccessSample`]), an estimate of the frame's distinct hot
-//!   4 KiB pages, and a ranking.
+//!   samples ([`AccessSample`]) and an estimate of the frame's distinct hot
+//!   4 KiB pages (ranking frames by it is the harness's job:
+//!   `oracle::ranking`).
 //! * [`TieringPolicy`]: the operator's knobs, validated as a whole.
 //! * [`planner`]: which frames to promote and demote this interval.
 //! * [`Engine`]: the per-VM thread that closes the loop (collect → heat →
@@ -14,11 +15,11 @@
 mod engine;
 mod engine_error;
 mod engine_loop;
-mod heat_config;
+mod error_chain;
 mod heat_model;
+mod heat_settings;
 pub mod planner;
 pub mod policy;
-mod ranking;
 mod rate;
 mod rebalance;
 pub mod stats;
@@ -27,8 +28,9 @@ pub mod synthetic;
 pub use access_track::{AccessSample, AccessTracker, Coverage, TrackerError, TrackerStatus};
 pub use engine::{Engine, EngineParts, TrackerSource};
 pub use engine_error::{EngineError, MAX_DEADLINE_MS, TrackerSourceError};
-pub use heat_config::{HeatConfig, HeatConfigError};
+pub use error_chain::error_chain;
 pub use heat_model::{HeatError, HeatModel};
+pub use heat_settings::{HeatSettings, HeatSettingsError};
 pub use policy::{FastQuota, PinnedRange, PolicyError, PolicyLimits, Threshold, TieringPolicy};
 pub use stats::{
     EngineStats, FrameView, IntervalRecord, MoveCount, RebalanceProgress, RebalanceState,

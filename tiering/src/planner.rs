@@ -20,7 +20,7 @@
 use crate::policy::Threshold;
 
 /// Heat below which a frame has no evidence worth a promotion: about one
-/// 4 KiB page read once, decayed (heat units: `HeatConfig`).
+/// 4 KiB page read once, decayed (heat units: `HeatSettings`).
 pub const HEAT_FLOOR: f64 = 1.0;
 
 /// One interval's view for the planner. Tier 0 is the fast tier; every

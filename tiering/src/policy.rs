@@ -12,7 +12,8 @@ use thiserror::Error;
 
 use guest_memory::GpaRange;
 
-use crate::heat_config::{HeatConfig, HeatConfigError};
+pub use crate::heat_settings::HeatSettings;
+use crate::heat_settings::HeatSettingsError;
 
 /// Shortest engine interval.
 pub const MIN_INTERVAL_MS: u64 = 10;
@@ -88,7 +89,7 @@ pub enum PolicyError {
     Interval(u64),
     /// The heat settings are invalid.
     #[error("heat: {0}")]
-    Heat(#[source] HeatConfigError),
+    Heat(#[source] HeatSettingsError),
     /// The tracker is not one this VM offers.
     #[error("tracker: unknown tracker '{name}' (this VM offers: {offered})")]
     UnknownTracker {
@@ -145,7 +146,7 @@ pub enum Threshold {
     Auto,
     /// A fixed heat a frame must exceed to be promoted.
     Manual {
-        /// The heat (units: [`HeatConfig`]).
+        /// The heat (units: [`HeatSettings`]).
         heat: f64,
     },
 }
@@ -166,40 +167,6 @@ impl PinnedRange {
     /// The end (exclusive), `None` if it overflows.
     pub fn end(&self) -> Option<u64> {
         self.gpa.checked_add(self.len)
-    }
-}
-
-/// The heat model's settings as the policy spells them.
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct HeatSettings {
-    /// Weight of a 4 KiB page seen read.
-    pub read_weight: f64,
-    /// Weight of a 4 KiB page seen written.
-    pub write_weight: f64,
-    /// Milliseconds after which evidence counts half.
-    pub half_life_ms: u64,
-}
-
-impl Default for HeatSettings {
-    fn default() -> Self {
-        HeatSettings {
-            read_weight: 1.0,
-            write_weight: 2.0,
-            half_life_ms: 1000,
-        }
-    }
-}
-
-impl HeatSettings {
-    /// The heat model's form.
-    pub fn config(&self) -> HeatConfig {
-        HeatConfig {
-            read_weight: self.read_weight,
-            write_weight: self.write_weight,
-            half_life_secs: self.half_life_ms as f64 / 1000.0,
-        }
     }
 }
 
@@ -374,7 +341,7 @@ impl TieringPolicy {
         if !(self.hysteresis.is_finite() && (0.0..=1.0).contains(&self.hysteresis)) {
             return Err(PolicyError::Hysteresis(self.hysteresis));
         }
-        self.heat.config().validate().map_err(PolicyError::Heat)?;
+        self.heat.validate().map_err(PolicyError::Heat)?;
         self.validate_pins(&limits.ram)
     }
 

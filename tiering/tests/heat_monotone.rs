@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 
-use tiering::{AccessSample, Coverage, HeatConfig, HeatModel};
+use tiering::{AccessSample, Coverage, HeatModel, HeatSettings};
 
 const PAGES: u32 = 512;
 
@@ -30,14 +30,14 @@ proptest! {
     fn heat_is_monotone_in_evidence(
         read_weight in 0.0f64..10.0,
         write_weight in 0.0f64..10.0,
-        half_life_secs in 0.01f64..100.0,
+        half_life_ms in 10u64..100_000,
         interval_ms in 0u64..10_000,
         history in prop::collection::vec(prop::collection::vec((0u16..256, 0u16..256), 16), 0..4),
         frames in prop::collection::vec((0u16..128, 0u16..128, 0u16..128, 0u16..128), 16),
         observed in prop::option::of(prop::collection::vec(0u16..=512, 16)),
         after in 0usize..3,
     ) {
-        let config = HeatConfig { read_weight, write_weight, half_life_secs };
+        let config = HeatSettings { read_weight, write_weight, half_life_ms };
         let interval = Duration::from_millis(interval_ms);
         let coverage = observed.map_or(Coverage::Full, Coverage::PerFrame);
         let mut less = HeatModel::new(16, PAGES, config).unwrap();

@@ -37,42 +37,6 @@ pub mod vm_tiering;
 /// Migration settings kept at their old path (`vmm::migration`).
 pub use vm_tiering::migration;
 
-/// An error and its causes on one line, for command-line reports.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        // Errors that print their source in their own message
-        // (`"linux: {0}"` with `#[from]`) would repeat it.
-        let text = s.to_string();
-        if !out.ends_with(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        source = s.source();
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[derive(Debug, thiserror::Error)]
-    #[error("inner")]
-    struct Inner;
-
-    #[derive(Debug, thiserror::Error)]
-    enum Outer {
-        #[error("outer: {0}")]
-        Embeds(#[from] Inner),
-        #[error("outer")]
-        Names(#[source] Inner),
-    }
-
-    #[test]
-    fn error_chain_names_each_cause_once() {
-        assert_eq!(error_chain(&Outer::Embeds(Inner)), "outer: inner");
-        assert_eq!(error_chain(&Outer::Names(Inner)), "outer: inner");
-    }
-}
+/// An error and its causes on one line (lives in `tiering`, which the
+/// engine's reports need too).
+pub use tiering::error_chain;

@@ -17,6 +17,8 @@
 //!   throughput from a run's access shares (this machine has one memory);
 //! * [`workloads`] — every payload under the bounds, first-touch and the
 //!   engine at several DRAM shares, with modeled CXL/Optane cost;
+//! * [`suite_common`] — what the policy and workloads suites share: one
+//!   sampled guest run, workload strings, quotas, the per-run error;
 //! * [`report`] — the whole run (invocation, machine, suite results) as
 //!   text, JSON and markdown; [`output`] writes the files;
 //! * shared tools: [`stats`] and [`bandwidth`] (medians, ratios),
@@ -48,6 +50,7 @@ pub mod rng;
 pub mod size;
 pub mod stats;
 pub mod suite;
+pub mod suite_common;
 pub mod table;
 pub mod track;
 pub mod workloads;

@@ -1,6 +1,9 @@
 //! A small seeded generator (SplitMix64) for reproducible shuffles and
 //! fill patterns: the same seed gives the same benchmark input on every
-//! machine.
+//! machine. The mixing function is the workloads crate's (one splitmix64
+//! in the workspace); this module owns the stateful generator around it.
+
+use workloads::{SPLITMIX64_GAMMA, splitmix64};
 
 /// SplitMix64 (Steele, Lea, Flood 2014): fast, full-period, good enough
 /// to scatter benchmark inputs; not for cryptography.
@@ -17,11 +20,11 @@ impl SplitMix64 {
 
     /// The next 64 random bits.
     pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        // The finaliser adds the golden-ratio step itself: hashing the
+        // old state is the same as hashing the stepped one unmixed.
+        let value = splitmix64(self.state);
+        self.state = self.state.wrapping_add(SPLITMIX64_GAMMA);
+        value
     }
 
     /// A uniform value in `0..bound` (`bound` > 0), by rejection so that

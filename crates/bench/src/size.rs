@@ -1,6 +1,8 @@
 //! Byte sizes as people write them: parsing `64M`-style arguments and
-//! printing `64 MiB`-style labels.
+//! printing `64 MiB`-style labels (the printing is guest-memory's, at the
+//! benchmarks' precision).
 
+use guest_memory::format_size_with_decimals;
 use thiserror::Error;
 
 /// Why a size argument was rejected.
@@ -40,21 +42,10 @@ pub fn parse_size(text: &str) -> Result<u64, SizeError> {
         .ok_or_else(|| SizeError::Overflow(text.to_owned()))
 }
 
-/// `4 KiB`, `2 MiB`, `1.5 GiB`, `100 B`: the largest binary unit that
-/// keeps the value at or above 1.
+/// `4 KiB`, `2 MiB`, `1.5 GiB`, `100 B`: guest-memory's format with the
+/// one decimal the benchmark labels and tables have always printed.
 pub fn format_size(bytes: u64) -> String {
-    const UNITS: [(&str, u32); 3] = [("GiB", 30), ("MiB", 20), ("KiB", 10)];
-    for (unit, shift) in UNITS {
-        let scale = 1u64 << shift;
-        if bytes >= scale {
-            return if bytes % scale == 0 {
-                format!("{} {unit}", bytes / scale)
-            } else {
-                format!("{:.1} {unit}", bytes as f64 / scale as f64)
-            };
-        }
-    }
-    format!("{bytes} B")
+    format_size_with_decimals(bytes, 1)
 }
 
 /// `format_size` without the space (`4KiB`), for file names.

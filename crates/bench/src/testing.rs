@@ -18,13 +18,11 @@ use crate::migrate::{
     BatchSizeResult, GuestLoad, Leg, MigrateResult, MigrateSettings, PhaseTimes, Protocol,
     ScenarioResult, SoakLeg, SoakResult, SoakSettings, StallSummary, Verification, scenarios,
 };
-use crate::policy::{
-    EngineSummary, PhaseResult, PolicyResult, PolicySettings, RatePoint, RunResult, Sample,
-    TimePoint, Trace,
-};
+use crate::policy::{PhaseResult, PolicyResult, PolicySettings, RunResult, TimePoint};
 use crate::report::BenchReport;
 use crate::stats::ratio;
 use crate::suite::SuiteResult;
+use crate::suite_common::{EngineSummary, RatePoint, Sample, Trace};
 use crate::track::{
     Collects, HeatSizeResult, PairedMeasurement, PairedResult, PhaseMops, PhaseSchedule,
     RunMeasurement, TrackResult, TrackSettings, WorkloadResult,
@@ -444,20 +442,25 @@ pub fn sample_policy_result() -> PolicyResult {
     PolicyResult::new(settings, runs)
 }
 
+/// The ground truth of a phase that makes the 2 MiB `frame` hot, with
+/// `write_fraction` of its accesses writes.
+pub fn hot_frame(frame: u64, write_fraction: f64) -> Vec<AccessRange> {
+    const FRAME: u64 = 2 << 20;
+    vec![AccessRange {
+        gpa: frame * FRAME,
+        len: FRAME,
+        weight: 1.0,
+        write_fraction,
+    }]
+}
+
 /// A made-up trace of a 64 MiB guest (32 frames): phase 0 (at 10 s)
 /// makes frame 1 hot, phase 1 (at 11 s) frame 20. Frames 0..8 start
 /// fast; with `engine`, frame 20 is swapped with frame 7 at 11.5 s and
 /// the engine's records say so.
 pub fn sample_workloads_trace(engine: bool) -> Trace {
     const MIB: u64 = 1 << 20;
-    let hot = |frame: u64| {
-        vec![AccessRange {
-            gpa: frame * 2 * MIB,
-            len: 2 * MIB,
-            weight: 1.0,
-            write_fraction: 0.0,
-        }]
-    };
+    let hot = |frame: u64| hot_frame(frame, 0.0);
     let samples = (0..20)
         .map(|i| {
             let at_secs = 10.0 + f64::from(i) * 0.1;

@@ -74,7 +74,10 @@ pub use numa_check::NodeCounts;
 pub use numa_error::NumaError;
 pub use placement::{Location, PlacementError, PlacementMap, PlacementSnapshot};
 pub use proc_maps::MapsError;
-pub use size::{GIB, KIB, MIB, SizeError, TIB, format_size, format_size_arg, parse_size};
+pub use size::{
+    GIB, KIB, MIB, SizeError, TIB, format_size, format_size_arg, format_size_with_decimals,
+    parse_size,
+};
 pub use size_limits::{DEFAULT_FRAME_SIZE, MAX_SIZE, MIN_FRAME_SIZE};
 pub use slots::{SlotAllocator, SlotError};
 pub use tier_spec::{BackendSpec, TierSpec, TierSpecError};

@@ -77,13 +77,19 @@ fn suffix_multiplier(suffix: &str) -> Option<u64> {
 /// Formats a size for people: `512 MiB`, `1.50 GiB`, `4 KiB`, `100 B`.
 /// Whole multiples of a unit print without decimals.
 pub fn format_size(bytes: u64) -> String {
+    format_size_with_decimals(bytes, 2)
+}
+
+/// [`format_size`] with `decimals` digits after the point for sizes that
+/// are no whole multiple of their unit (`1.5 GiB` with one).
+pub fn format_size_with_decimals(bytes: u64, decimals: usize) -> String {
     for (unit, name, _) in UNITS {
         if bytes >= unit {
             return if bytes % unit == 0 {
                 format!("{} {name}", bytes / unit)
             } else {
                 // Precision loss is fine: this is for display only.
-                format!("{:.2} {name}", bytes as f64 / unit as f64)
+                format!("{:.decimals$} {name}", bytes as f64 / unit as f64)
             };
         }
     }
@@ -149,6 +155,8 @@ mod tests {
         assert_eq!(format_size(512 * MIB), "512 MiB");
         assert_eq!(format_size(3 * GIB / 2), "1.50 GiB");
         assert_eq!(format_size(3 * TIB), "3 TiB");
+        assert_eq!(format_size_with_decimals(3 * GIB / 2, 1), "1.5 GiB");
+        assert_eq!(format_size_with_decimals(4 * KIB, 1), "4 KiB");
     }
 
     #[test]

@@ -4,23 +4,15 @@
 
 use thiserror::Error;
 
-use crate::bytes::{array_at, le_u16, le_u32, le_u64, slice_at};
+use crate::bytes::{le_u32, le_u64};
+use crate::elf64::{
+    EM_X86_64, ET_EXEC, Elf64, Elf64Error, PHDR_SIZE, PT_LOAD, PT_NOTE, ProgramHeader,
+};
 
-/// `e_machine` of x86-64.
-pub const EM_X86_64: u16 = 62;
 /// Note type of the 32-bit physical PVH entry point (Xen's `elfnote.h`).
 pub const XEN_ELFNOTE_PHYS32_ENTRY: u32 = 18;
 /// Owner name of Xen notes (with its terminating NUL).
 const XEN_NOTE_NAME: &[u8] = b"Xen\0";
-
-const ELF_MAGIC: [u8; 4] = *b"\x7fELF";
-const ELFCLASS64: u8 = 2;
-const ELFDATA2LSB: u8 = 1;
-const ET_EXEC: u16 = 2;
-const PT_LOAD: u32 = 1;
-const PT_NOTE: u32 = 4;
-const EHDR_SIZE: usize = 64;
-const PHDR_SIZE: usize = 56;
 
 /// Why a buffer is not a loadable x86-64 `vmlinux`.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -92,22 +84,13 @@ pub struct ElfInfo {
     pub pvh_entry: Option<u32>,
 }
 
-/// One program header, as far as this module needs it.
-#[derive(Clone, Copy, Debug)]
-struct ProgramHeader {
-    p_type: u32,
-    offset: u64,
-    filesz: u64,
-    align: u64,
-}
-
 /// Checks that `elf` is a little-endian ELF64 x86-64 executable whose
 /// program headers and segments all lie inside it.
 pub fn check_vmlinux(elf: &[u8]) -> Result<ElfInfo, ElfError> {
-    let headers = program_headers(elf)?;
+    let (header, headers) = program_headers(elf)?;
     let mut load_segments = 0;
     for (index, ph) in headers.iter().enumerate() {
-        if slice_at(elf, ph.offset, ph.filesz).is_none() {
+        if ph.contents(elf).is_none() {
             return Err(ElfError::SegmentOutOfBounds {
                 index,
                 offset: ph.offset,
@@ -120,7 +103,7 @@ pub fn check_vmlinux(elf: &[u8]) -> Result<ElfInfo, ElfError> {
         return Err(ElfError::NoLoadSegment);
     }
     Ok(ElfInfo {
-        entry: le_u64(elf, 24).ok_or(ElfError::TooShort { len: elf.len() })?,
+        entry: header.entry,
         load_segments,
         pvh_entry: find_pvh_entry(elf, &headers),
     })
@@ -132,7 +115,7 @@ pub fn check_vmlinux(elf: &[u8]) -> Result<ElfInfo, ElfError> {
 /// `hvm_start_info`. `None` when `elf` is no valid x86-64 ELF or has no
 /// such note.
 pub fn pvh_entry(elf: &[u8]) -> Option<u32> {
-    find_pvh_entry(elf, &program_headers(elf).ok()?)
+    find_pvh_entry(elf, &program_headers(elf).ok()?.1)
 }
 
 fn find_pvh_entry(elf: &[u8], headers: &[ProgramHeader]) -> Option<u32> {
@@ -140,7 +123,7 @@ fn find_pvh_entry(elf: &[u8], headers: &[ProgramHeader]) -> Option<u32> {
         .iter()
         .filter(|ph| ph.p_type == PT_NOTE)
         .filter_map(|ph| {
-            let notes = slice_at(elf, ph.offset, ph.filesz)?;
+            let notes = ph.contents(elf)?;
             // Notes are 4-byte aligned unless the segment says 8.
             let align = if ph.align == 8 { 8 } else { 4 };
             find_note(notes, align, XEN_NOTE_NAME, XEN_ELFNOTE_PHYS32_ENTRY)
@@ -180,54 +163,45 @@ fn align_up(value: usize, align: usize) -> Option<usize> {
 }
 
 /// Validates the ELF header and reads the program header table.
-fn program_headers(elf: &[u8]) -> Result<Vec<ProgramHeader>, ElfError> {
-    let ident: [u8; 16] = array_at(elf, 0).ok_or(ElfError::TooShort { len: elf.len() })?;
-    if elf.len() < EHDR_SIZE {
-        return Err(ElfError::TooShort { len: elf.len() });
-    }
-    if ident[..4] != ELF_MAGIC {
-        return Err(ElfError::NotElf);
-    }
-    if ident[4] != ELFCLASS64 || ident[5] != ELFDATA2LSB {
-        return Err(ElfError::WrongClass {
-            class: ident[4],
-            data: ident[5],
+fn program_headers(elf: &[u8]) -> Result<(Elf64<'_>, Vec<ProgramHeader>), ElfError> {
+    let header = Elf64::parse(elf)?;
+    if header.machine != EM_X86_64 {
+        return Err(ElfError::NotX86_64 {
+            machine: header.machine,
         });
     }
-    // In bounds: elf.len() >= EHDR_SIZE was checked above.
-    let field16 = |offset| le_u16(elf, offset).unwrap_or_default();
-    let (e_type, machine) = (field16(16), field16(18));
-    if machine != EM_X86_64 {
-        return Err(ElfError::NotX86_64 { machine });
+    if header.e_type != ET_EXEC {
+        return Err(ElfError::NotExecutable {
+            e_type: header.e_type,
+        });
     }
-    if e_type != ET_EXEC {
-        return Err(ElfError::NotExecutable { e_type });
-    }
-    let phoff = le_u64(elf, 32).unwrap_or_default();
-    let (phentsize, phnum) = (field16(54), field16(56));
     let bad = ElfError::BadProgramHeaders {
-        phoff,
-        phnum,
-        phentsize,
+        phoff: header.phoff,
+        phnum: header.phnum,
+        phentsize: header.phentsize,
     };
-    if usize::from(phentsize) != PHDR_SIZE {
+    // Stricter than the reader: even an empty table must declare the size.
+    if usize::from(header.phentsize) != PHDR_SIZE {
         return Err(bad);
     }
-    let table = slice_at(elf, phoff, u64::from(phnum) * PHDR_SIZE as u64).ok_or(bad)?;
-    Ok(table
-        .chunks_exact(PHDR_SIZE)
-        .map(|ph| ProgramHeader {
-            p_type: le_u32(ph, 0).unwrap_or_default(),
-            offset: le_u64(ph, 8).unwrap_or_default(),
-            filesz: le_u64(ph, 32).unwrap_or_default(),
-            align: le_u64(ph, 48).unwrap_or_default(),
-        })
-        .collect())
+    let table = header.program_headers().ok_or(bad)?.collect();
+    Ok((header, table))
+}
+
+impl From<Elf64Error> for ElfError {
+    fn from(e: Elf64Error) -> Self {
+        match e {
+            Elf64Error::NotElf => ElfError::NotElf,
+            Elf64Error::TooShort { len } => ElfError::TooShort { len },
+            Elf64Error::WrongClass { class, data } => ElfError::WrongClass { class, data },
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::elf64::EHDR_SIZE;
 
     /// A note with 4-byte padding.
     fn note(name: &[u8], note_type: u32, desc: &[u8]) -> Vec<u8> {
@@ -247,9 +221,9 @@ mod tests {
         let phoff = EHDR_SIZE;
         let notes_at = phoff + 2 * PHDR_SIZE;
         let mut out = vec![0u8; notes_at];
-        out[..4].copy_from_slice(&ELF_MAGIC);
-        out[4] = ELFCLASS64;
-        out[5] = ELFDATA2LSB;
+        out[..4].copy_from_slice(b"\x7fELF");
+        out[4] = 2;
+        out[5] = 1;
         out[6] = 1;
         out[16..18].copy_from_slice(&ET_EXEC.to_le_bytes());
         out[18..20].copy_from_slice(&EM_X86_64.to_le_bytes());

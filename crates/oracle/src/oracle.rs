@@ -6,6 +6,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::frame_map::{FrameMap, FrameMapError};
+use crate::ranking;
 
 /// Errors of the oracle.
 #[derive(Debug, Error, PartialEq)]
@@ -142,10 +143,7 @@ impl Oracle {
     /// The `k` most accessed frames (all if fewer), most accessed first;
     /// equal probability ranks the lower index first.
     pub fn top_k(&self, k: usize) -> Vec<usize> {
-        let mut frames: Vec<usize> = (0..self.frames()).collect();
-        frames.sort_unstable_by(|&a, &b| self.access[b].total_cmp(&self.access[a]).then(a.cmp(&b)));
-        frames.truncate(k);
-        frames
+        ranking::hottest(&self.access, k)
     }
 
     /// The best placement with room for `k` frames on the fast tier: the

@@ -42,6 +42,7 @@ pub use meter::{FALLBACK_OPS_PER_SECOND, PROGRESS_INTERVAL_NS};
 pub use number::ByteSize;
 pub use parse_error::{ParseError, Snippet};
 pub use platform::{GuestMemory, Platform, SpinBarrier};
+pub use rng::{SPLITMIX64_GAMMA, mix, splitmix64};
 pub use run_error::{
     EXIT_DATA_ERROR, EXIT_HYPERCALL_REJECTED, EXIT_OK, EXIT_PANIC, EXIT_SETUP_ERROR, RunError,
 };

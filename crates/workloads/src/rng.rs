@@ -1,5 +1,7 @@
 //! Fast pseudo-random numbers: wyrand per vCPU for the access streams and
 //! splitmix64 for deterministic per-phase choices every vCPU must agree on.
+//! The splitmix64 finaliser here is the workspace's one copy: the bench
+//! crate's seeded generator and the nested guest's data pattern use it.
 
 /// The wyrand generator: one 64×64→128 multiply per number.
 #[derive(Clone, Debug)]
@@ -37,9 +39,13 @@ pub fn mul_high(a: u64, b: u64) -> u64 {
     ((u128::from(a) * u128::from(b)) >> 64) as u64
 }
 
+/// splitmix64's state step (the golden ratio, odd): a generator's state
+/// advances by it, and [`splitmix64`] adds it before mixing.
+pub const SPLITMIX64_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
 /// The splitmix64 finaliser: a bijective 64-bit hash.
 pub fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = x.wrapping_add(SPLITMIX64_GAMMA);
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)

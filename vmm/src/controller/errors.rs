@@ -6,7 +6,7 @@
 use api::ControlError;
 use api::types::{PayloadConfig, VmConfigBody, VmState};
 use guest_memory::ConfigError;
-use tiering::{EngineError, HeatConfigError, PolicyError};
+use tiering::{EngineError, HeatSettingsError, PolicyError};
 
 use crate::error_chain;
 use crate::linux::LinuxError;
@@ -130,8 +130,10 @@ fn policy_field(e: &PolicyError) -> String {
         PolicyError::Threshold(_) => "threshold.heat".into(),
         PolicyError::Hysteresis(_) => "hysteresis".into(),
         PolicyError::Interval(_) => "interval_ms".into(),
-        PolicyError::Heat(HeatConfigError::Weight { which, .. }) => format!("heat.{which}_weight"),
-        PolicyError::Heat(HeatConfigError::HalfLife { .. }) => "heat.half_life_ms".into(),
+        PolicyError::Heat(HeatSettingsError::Weight { which, .. }) => {
+            format!("heat.{which}_weight")
+        }
+        PolicyError::Heat(HeatSettingsError::HalfLife { .. }) => "heat.half_life_ms".into(),
         PolicyError::UnknownTracker { .. } => "tracker".into(),
         PolicyError::TooManyPins(_) => "pinned".into(),
         PolicyError::PinOutside { index, .. } => format!("pinned[{index}]"),

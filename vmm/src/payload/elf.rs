@@ -1,4 +1,5 @@
-//! Parsing and validation of payload ELF images.
+//! Parsing and validation of payload ELF images (read with the shared
+//! ELF64 reader, `kernel_image::elf64`; the payload's rules are here).
 //!
 //! A payload is a static, non-PIE x86-64 ELF executable whose loadable
 //! segments lie at or above [`guest_abi::PAYLOAD_MIN_LOAD_ADDR`], inside one
@@ -9,15 +10,10 @@
 use thiserror::Error;
 
 use guest_abi::{GpaRange, PAYLOAD_MIN_LOAD_ADDR};
+use kernel_image::elf64::{
+    EM_X86_64, ET_DYN, ET_EXEC, Elf64, Elf64Error, PF_X, PHDR_SIZE, PT_INTERP, PT_LOAD,
+};
 
-const EHDR_SIZE: usize = 64;
-const PHDR_SIZE: usize = 56;
-const ET_EXEC: u16 = 2;
-const ET_DYN: u16 = 3;
-const EM_X86_64: u16 = 62;
-const PT_LOAD: u32 = 1;
-const PT_INTERP: u32 = 3;
-const PF_X: u32 = 1;
 const MAX_SEGMENTS: usize = 64;
 
 /// Why an image is not a loadable payload.
@@ -121,85 +117,53 @@ impl PayloadImage<'_> {
     }
 }
 
-fn u16_at(b: &[u8], off: usize) -> u16 {
-    u16::from_le_bytes([b[off], b[off + 1]])
-}
-
-fn u32_at(b: &[u8], off: usize) -> u32 {
-    u32::from_le_bytes(b[off..off + 4].try_into().unwrap_or_default())
-}
-
-fn u64_at(b: &[u8], off: usize) -> u64 {
-    u64::from_le_bytes(b[off..off + 8].try_into().unwrap_or_default())
-}
-
 /// Parses `bytes` and checks that it can be loaded into `ram`.
 pub fn parse<'a>(bytes: &'a [u8], ram: &[GpaRange]) -> Result<PayloadImage<'a>, ElfError> {
-    if bytes.len() < 4 || &bytes[..4] != b"\x7fELF" {
-        return Err(ElfError::NotElf);
+    let elf = Elf64::parse(bytes).map_err(|e| match e {
+        Elf64Error::NotElf => ElfError::NotElf,
+        Elf64Error::TooShort { .. } => ElfError::Truncated("ELF header"),
+        Elf64Error::WrongClass { .. } => ElfError::WrongClass,
+    })?;
+    if elf.machine != EM_X86_64 {
+        return Err(ElfError::WrongMachine(elf.machine));
     }
-    if bytes.len() < EHDR_SIZE {
-        return Err(ElfError::Truncated("ELF header"));
-    }
-    if bytes[4] != 2 || bytes[5] != 1 {
-        return Err(ElfError::WrongClass);
-    }
-    let e_type = u16_at(bytes, 16);
-    let machine = u16_at(bytes, 18);
-    if machine != EM_X86_64 {
-        return Err(ElfError::WrongMachine(machine));
-    }
-    match e_type {
+    match elf.e_type {
         ET_EXEC => {}
         ET_DYN => return Err(ElfError::NotStatic("position-independent")),
         _ => return Err(ElfError::NotStatic("not an executable")),
     }
-    let entry = u64_at(bytes, 24);
-    let phoff = u64_at(bytes, 32);
-    let phentsize = usize::from(u16_at(bytes, 54));
-    let phnum = usize::from(u16_at(bytes, 56));
+    let entry = elf.entry;
+    let phnum = usize::from(elf.phnum);
     if phnum > MAX_SEGMENTS {
         return Err(ElfError::TooManySegments(phnum));
     }
-    if phentsize != PHDR_SIZE && phnum > 0 {
+    if usize::from(elf.phentsize) != PHDR_SIZE && phnum > 0 {
         return Err(ElfError::Truncated("program header size"));
     }
-    let table_end = usize::try_from(phoff)
-        .ok()
-        .and_then(|off| off.checked_add(phnum * PHDR_SIZE))
-        .filter(|&end| end <= bytes.len())
+    let table = elf
+        .program_headers()
         .ok_or(ElfError::Truncated("program headers"))?;
-    let table = &bytes[table_end - phnum * PHDR_SIZE..table_end];
 
     let mut segments = Vec::new();
-    for ph in table.chunks_exact(PHDR_SIZE) {
-        let p_type = u32_at(ph, 0);
-        if p_type == PT_INTERP {
+    for ph in table {
+        if ph.p_type == PT_INTERP {
             return Err(ElfError::NotStatic("has an interpreter"));
         }
-        if p_type != PT_LOAD {
+        if ph.p_type != PT_LOAD {
             continue;
         }
-        let flags = u32_at(ph, 4);
-        let offset = u64_at(ph, 8);
-        let vaddr = u64_at(ph, 16);
-        let paddr = u64_at(ph, 24);
-        let filesz = u64_at(ph, 32);
-        let memsz = u64_at(ph, 40);
+        let (vaddr, paddr, memsz) = (ph.vaddr, ph.paddr, ph.memsz);
         if memsz == 0 {
             continue;
         }
-        if filesz > memsz {
+        if ph.filesz > memsz {
             return Err(ElfError::FileSizeExceedsMemSize { vaddr });
         }
         if vaddr != paddr {
             return Err(ElfError::NotIdentity { vaddr, paddr });
         }
-        let file_range = usize::try_from(offset)
-            .ok()
-            .zip(usize::try_from(filesz).ok())
-            .and_then(|(o, n)| Some(o..o.checked_add(n)?))
-            .filter(|r| r.end <= bytes.len())
+        let file_range = ph
+            .file_range(bytes.len())
             .ok_or(ElfError::Truncated("segment data"))?;
         let end = paddr.checked_add(memsz).ok_or(ElfError::OutsideRam {
             start: paddr,
@@ -215,7 +179,7 @@ pub fn parse<'a>(bytes: &'a [u8], ram: &[GpaRange]) -> Result<PayloadImage<'a>, 
             gpa: paddr,
             file_range,
             mem_size: memsz,
-            executable: flags & PF_X != 0,
+            executable: ph.flags & PF_X != 0,
         });
     }
     if segments.is_empty() {
@@ -242,6 +206,8 @@ pub fn parse<'a>(bytes: &'a [u8], ram: &[GpaRange]) -> Result<PayloadImage<'a>, 
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use kernel_image::elf64::EHDR_SIZE;
+
     use super::*;
 
     /// A minimal valid ELF: one RX segment at `gpa` holding `code`.

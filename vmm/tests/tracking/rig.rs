@@ -18,7 +18,7 @@ use access_track::{
 use guest_abi::{AccessRange, GpaRange};
 use guest_memory::{Move, Placement, TierSpec};
 use oracle::{Oracle, precision_at_k};
-use tiering::{HeatConfig, HeatModel};
+use tiering::{HeatModel, HeatSettings};
 use vmm::devices::hypercall::LogSink;
 use vmm::migration::{MigrationConfig, MigratorKind};
 use vmm::vm::{PayloadSource, Vm, VmConfig, VmEnd};
@@ -269,8 +269,8 @@ pub fn run(r: &Run) -> Outcome {
             let mut heat = HeatModel::new(
                 mem.frame_count(),
                 512,
-                HeatConfig {
-                    half_life_secs: r.interval.as_secs_f64() * r.half_life,
+                HeatSettings {
+                    half_life_ms: (r.interval.as_secs_f64() * r.half_life * 1000.0).round() as u64,
                     ..Default::default()
                 },
             )
@@ -330,8 +330,7 @@ pub fn run(r: &Run) -> Outcome {
                             .any(|t| t.gpa < g + 2 * MIB && g < t.gpa + t.len)
                     })
                 };
-                let predicted: Vec<usize> = heat
-                    .rank()
+                let predicted: Vec<usize> = oracle::ranking::rank(heat.heats())
                     .into_iter()
                     .filter(|&f| described(f))
                     .take(k)

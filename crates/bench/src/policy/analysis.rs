@@ -5,44 +5,16 @@
 //! guest throughput and the engine's counters. Boot and warm-up (before
 //! phase 0) are left out of everything.
 
-use std::collections::BTreeMap;
-
-use thiserror::Error;
-
-use oracle::{Oracle, OracleError};
-use tiering::EngineStats;
 use tiering::stats::IntervalRecord;
 use vmm::guest_state::PhaseReport;
 
-use super::guest::{Sample, Trace};
-use super::metrics::{dram_hit, min_moves, oracle_hit};
-use super::result::{EngineSummary, PhaseResult, RatePoint, RunResult, TimePoint};
+use super::result::{PhaseResult, RunResult, TimePoint};
 use super::settings::{Case, PolicySettings, TARGET_AFTER_SHIFT};
 use crate::stats::{mean, ratio};
-
-/// Why a trace could not be analysed.
-#[derive(Debug, Error)]
-pub enum AnalysisError {
-    /// The payload announced no phase.
-    #[error("the guest began no phase")]
-    NoPhases,
-    /// A phase's ground truth does not fit guest RAM.
-    #[error("ground truth of phase {phase}")]
-    Oracle {
-        /// The phase.
-        phase: u64,
-        /// What the oracle refused.
-        #[source]
-        source: OracleError,
-    },
-}
-
-/// One phase's oracle: access probability per frame and the best
-/// DRAM-hit ratio for the quota.
-struct PhaseOracle {
-    access: Vec<f64>,
-    best: f64,
-}
+use crate::suite_common::{
+    AnalysisError, PhaseOracle, Sample, Trace, convergence_secs, dram_hit, engine_summary,
+    longest_convergence, migration_rates, min_moves, phase_mops, phase_oracles,
+};
 
 /// Builds the result of `workload` under `case` from its trace.
 pub fn analyze(
@@ -52,15 +24,7 @@ pub fn analyze(
     trace: &Trace,
 ) -> Result<RunResult, AnalysisError> {
     let quota = settings.quota_frames(case);
-    let origin = *trace.phase_starts.get(&0).ok_or(AnalysisError::NoPhases)?;
-    let mut oracles = BTreeMap::new();
-    for (&phase, ranges) in &trace.truths {
-        let oracle = Oracle::new(&trace.ram, settings.frame_size, ranges)
-            .map_err(|source| AnalysisError::Oracle { phase, source })?;
-        let access = oracle.access_probabilities().to_vec();
-        let best = oracle_hit(&access, quota);
-        oracles.insert(phase, PhaseOracle { access, best });
-    }
+    let (origin, oracles) = phase_oracles(trace, settings.frame_size, quota)?;
 
     let timeline: Vec<TimePoint> = trace
         .samples
@@ -171,7 +135,10 @@ fn phase_result(
         .iter()
         .find(|p| since(p) >= settings.shift_window_secs - 1e-9)
         .and_then(|p| p.ratio);
-    let convergence_secs = convergence_secs(points.iter().map(|p| (since(p), p.ratio)));
+    let convergence_secs = convergence_secs(
+        points.iter().map(|p| (since(p), p.ratio)),
+        TARGET_AFTER_SHIFT,
+    );
     let needed = before.map(|tiers| min_moves(&o.access, tiers, quota));
     let min_bytes = needed.map_or(0, |m| m.frames() as u64 * settings.frame_size);
     let moved_bytes = recent
@@ -199,27 +166,6 @@ fn phase_result(
     }
 }
 
-/// Seconds from a phase's start until its engine/oracle ratio first
-/// reached [`TARGET_AFTER_SHIFT`], from `(seconds since the phase began,
-/// ratio)` per sample in time order; `None` when it never did.
-pub fn convergence_secs(points: impl IntoIterator<Item = (f64, Option<f64>)>) -> Option<f64> {
-    points
-        .into_iter()
-        .find(|(_, ratio)| ratio.is_some_and(|r| r >= TARGET_AFTER_SHIFT))
-        .map(|(since, _)| since.max(0.0))
-}
-
-/// The longest of the phases' convergence times; `None` when there is
-/// none or one phase never converged.
-pub fn longest_convergence(phases: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
-    phases
-        .into_iter()
-        .try_fold(None, |worst: Option<f64>, c| {
-            c.map(|c| Some(worst.map_or(c, |w| w.max(c))))
-        })
-        .flatten()
-}
-
 /// The placement of the last sample at or before `at` (the placement the
 /// phase starting then inherits); `None` when nothing was sampled yet.
 fn placement_at(samples: &[Sample], at: f64) -> Option<&[u8]> {
@@ -231,80 +177,14 @@ fn placement_at(samples: &[Sample], at: f64) -> Option<&[u8]> {
         .map(|s| s.tiers.as_slice())
 }
 
-/// Guest throughput of `phase`, Mops/s: per vCPU its operations over its
-/// own measured time, summed; `None` unless every vCPU reported it.
-pub fn phase_mops(reports: &[PhaseReport], phase: u64, vcpus: u32) -> Option<f64> {
-    let mut total = 0.0;
-    for vcpu in 0..vcpus {
-        let r = reports
-            .iter()
-            .find(|r| r.vcpu == vcpu && r.phase == phase)?;
-        if r.nanos == 0 {
-            return None;
-        }
-        total += r.ops as f64 * 1e3 / r.nanos as f64;
-    }
-    Some(total)
-}
-
-/// Migration rate per engine interval from phase 0 on, MB/s (10^6
-/// bytes), at each interval's end; `origin` is phase 0's start in seconds
-/// (the engine's and the guest's clocks start together, at VM creation).
-pub fn migration_rates(recent: &[IntervalRecord], origin: f64) -> Vec<RatePoint> {
-    let mut points = Vec::new();
-    // The first interval began when the engine did (its clock's zero):
-    // its moves count too, which matters when the guest's phase 0 began
-    // before the engine's first interval ended.
-    let mut previous = 0;
-    for r in recent {
-        let at = r.at_ms as f64 / 1e3 - origin;
-        let span_ms = r.at_ms.saturating_sub(previous);
-        previous = r.at_ms;
-        if at < 0.0 || span_ms == 0 {
-            continue;
-        }
-        points.push(RatePoint {
-            secs: at,
-            mbps: r.bytes as f64 / 1e6 / (span_ms as f64 / 1e3),
-        });
-    }
-    points
-}
-
-/// The engine's counters in a run's result: totals, and mean µs per
-/// interval of each stage.
-pub fn engine_summary(stats: &EngineStats) -> EngineSummary {
-    let per_interval = |micros: u64| {
-        if stats.intervals == 0 {
-            0.0
-        } else {
-            micros as f64 / stats.intervals as f64
-        }
-    };
-    let s = &stats.stage_micros;
-    EngineSummary {
-        intervals: stats.intervals,
-        promoted_frames: stats.promotions.frames,
-        promoted_bytes: stats.promotions.bytes,
-        demoted_frames: stats.demotions.frames,
-        demoted_bytes: stats.demotions.bytes,
-        exchanges: stats.exchanges,
-        aborted: stats.aborted,
-        tracker_errors: stats.tracker_errors,
-        last_error: stats.last_error.clone(),
-        collect_us: per_interval(s.collect),
-        heat_us: per_interval(s.heat),
-        plan_us: per_interval(s.plan),
-        migrate_us: per_interval(s.migrate),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use guest_abi::{AccessRange, GpaRange};
+    use guest_abi::GpaRange;
+    use tiering::EngineStats;
     use tiering::stats::MoveCount;
 
     use super::*;
+    use crate::testing::hot_frame;
 
     const MIB: u64 = 1 << 20;
 
@@ -312,14 +192,7 @@ mod tests {
     /// 6; room for one frame. The placement starts on frame 0, finds
     /// frame 1 at 0.2 s, frame 6 at 1.3 s.
     fn trace() -> Trace {
-        let hot = |frame: u64| {
-            vec![AccessRange {
-                gpa: frame * 2 * MIB,
-                len: 2 * MIB,
-                weight: 1.0,
-                write_fraction: 0.5,
-            }]
-        };
+        let hot = |frame: u64| hot_frame(frame, 0.5);
         let on = |frame: usize| {
             let mut t = vec![1u8; 8];
             t[frame] = 0;

@@ -143,7 +143,7 @@ pub fn migration_chart(result: &PolicyResult, workload: &str) -> LineChart {
                 label: format!(
                     "{}, quota {}",
                     r.tracker,
-                    super::settings::format_share(r.quota_share)
+                    crate::suite_common::format_share(r.quota_share)
                 ),
                 points: r.rates.iter().map(|p| (p.secs, p.mbps)).collect(),
                 color: CASES[i % CASES.len()],

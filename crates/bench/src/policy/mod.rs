@@ -13,29 +13,27 @@
 
 mod analysis;
 mod charts;
-mod guest;
-mod metrics;
 mod result;
 mod settings;
 
 use thiserror::Error;
 
-use crate::progress;
+use vmm::vm::VmConfig;
 
-pub use analysis::{
-    AnalysisError, analyze, convergence_secs, engine_summary, longest_convergence, migration_rates,
-    phase_mops,
+use crate::progress;
+use crate::suite_common::{CaseError, run_case};
+
+pub use crate::suite_common::{
+    AnalysisError, EngineSummary, MinMoves, RatePoint, RunError, RunSpec, Sample, Trace,
+    convergence_secs, dram_hit, engine_summary, format_share, longest_convergence, migration_rates,
+    min_moves, oracle_hit, phase_mops, run_spec, spec_config,
 };
+pub use analysis::analyze;
 pub use charts::{hit_chart, hit_chart_name, migration_chart, write_svgs};
-pub use guest::{RunError, RunSpec, Sample, Trace, run_once, run_spec, spec_config, vm_config};
-pub use metrics::{MinMoves, dram_hit, min_moves, oracle_hit};
-pub use result::{
-    EngineSummary, PhaseResult, PolicyResult, RatePoint, RunResult, Targets, TimePoint, Verdict,
-    format_ratio,
-};
+pub use result::{PhaseResult, PolicyResult, RunResult, Targets, TimePoint, Verdict, format_ratio};
 pub use settings::{
     Case, PolicySettings, SettingsError, TARGET_AFTER_SHIFT, TARGET_BYTES_RATIO, TARGET_SHIFT_SECS,
-    TARGET_STEADY, format_share,
+    TARGET_STEADY,
 };
 
 /// Why the policy suite failed.
@@ -44,28 +42,23 @@ pub enum PolicySuiteError {
     /// Bad settings (e.g. a `--bytes` override).
     #[error("policy suite settings")]
     Settings(#[from] SettingsError),
-    /// One guest run failed.
-    #[error("{workload} with {case}")]
-    Run {
-        /// The workload.
-        workload: String,
-        /// The engine configuration.
-        case: String,
-        /// What went wrong (boxed: VM errors are large).
-        #[source]
-        source: Box<RunError>,
-    },
-    /// A run's trace could not be scored.
-    #[error("{workload} with {case}: analysis")]
-    Analysis {
-        /// The workload.
-        workload: String,
-        /// The engine configuration.
-        case: String,
-        /// What went wrong.
-        #[source]
-        source: AnalysisError,
-    },
+    /// One run (a workload under one engine configuration) failed.
+    #[error(transparent)]
+    Case(#[from] CaseError<AnalysisError>),
+}
+
+/// The VM configuration of a run of `args` under `case`: the fast tier is
+/// exactly the quota (the VM's DRAM budget) and starts empty (slow-first:
+/// the slow tier holds all of RAM), so no frame is in the right place by
+/// accident of its address and the engine alone fills DRAM.
+pub fn vm_config(settings: &PolicySettings, case: &Case, args: &str) -> VmConfig {
+    spec_config(&settings.run_spec(case), args)
+}
+
+/// Runs `args` in a fresh VM under `case`, sampling the placement every
+/// `settings.sample_ms`.
+pub fn run_once(settings: &PolicySettings, case: &Case, args: &str) -> Result<Trace, RunError> {
+    run_spec(&settings.run_spec(case), args)
 }
 
 /// Runs the suite with `settings`, showing progress on stderr.
@@ -76,19 +69,11 @@ pub fn run(settings: PolicySettings) -> Result<PolicyResult, PolicySuiteError> {
     for workload in &settings.workloads {
         let args = settings.workload_args(workload);
         for case in &settings.cases {
-            bar.set_message(format!("{workload}, {}", case.label()));
-            let trace =
-                run_once(&settings, case, &args).map_err(|source| PolicySuiteError::Run {
-                    workload: workload.clone(),
-                    case: case.label(),
-                    source: Box::new(source),
-                })?;
-            let result = analyze(&settings, case, workload, &trace).map_err(|source| {
-                PolicySuiteError::Analysis {
-                    workload: workload.clone(),
-                    case: case.label(),
-                    source,
-                }
+            let label = case.label();
+            bar.set_message(format!("{workload}, {label}"));
+            let trace = run_once(&settings, case, &args);
+            let result = run_case(workload, &label, trace, |trace| {
+                analyze(&settings, case, workload, trace)
             })?;
             runs.push(result);
             bar.inc(1);
@@ -96,4 +81,27 @@ pub fn run(settings: PolicySettings) -> Result<PolicyResult, PolicySuiteError> {
     }
     bar.finish_and_clear();
     Ok(PolicyResult::new(settings, runs))
+}
+
+#[cfg(test)]
+mod tests {
+    use vmm::migration::MigratorKind;
+
+    use super::*;
+
+    #[test]
+    fn vm_config_gives_the_fast_tier_the_quota_and_runs_the_engine() {
+        let settings = PolicySettings::new(true, None).unwrap();
+        let case = Case {
+            tracker: "combined".to_owned(),
+            quota_share: 0.25,
+        };
+        let config = vm_config(&settings, &case, "hotset");
+        assert_eq!(config.memory.tiers[0].size, Some(settings.guest_bytes / 4));
+        assert_eq!(config.memory.tiers[1].size, Some(settings.guest_bytes));
+        assert_eq!(config.migration.migrator, MigratorKind::RemapPrecopy);
+        let policy = config.tiering.unwrap();
+        assert_eq!(policy.tracker, "combined");
+        assert_eq!(policy.fast_quota.max_bytes, settings.guest_bytes / 4);
+    }
 }

@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 
 use super::settings::{
     PolicySettings, TARGET_AFTER_SHIFT, TARGET_BYTES_RATIO, TARGET_SHIFT_SECS, TARGET_STEADY,
-    format_share,
 };
 use crate::size::format_size;
+use crate::suite_common::{EngineSummary, RatePoint, format_share};
 use crate::table::{Align, RowWidthError, Table};
 use crate::track::{format_percent, format_us};
 
@@ -96,37 +96,6 @@ pub struct PhaseResult {
     pub moved_bytes: u64,
 }
 
-/// The engine's counters after a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EngineSummary {
-    /// Intervals completed.
-    pub intervals: u64,
-    /// Frames promoted.
-    pub promoted_frames: u64,
-    /// Bytes promoted.
-    pub promoted_bytes: u64,
-    /// Frames demoted.
-    pub demoted_frames: u64,
-    /// Bytes demoted.
-    pub demoted_bytes: u64,
-    /// Exchanges (a promotion paired with a demotion).
-    pub exchanges: u64,
-    /// Moves the migrator aborted.
-    pub aborted: u64,
-    /// Tracker failures.
-    pub tracker_errors: u64,
-    /// The engine's last error, if any.
-    pub last_error: Option<String>,
-    /// Mean µs per interval collecting the tracker's sample.
-    pub collect_us: f64,
-    /// Mean µs per interval updating the heat model.
-    pub heat_us: f64,
-    /// Mean µs per interval planning.
-    pub plan_us: f64,
-    /// Mean µs per interval migrating.
-    pub migrate_us: f64,
-}
-
 /// The DRAM-hit ratio at one placement sample.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TimePoint {
@@ -142,15 +111,6 @@ pub struct TimePoint {
     pub ratio: Option<f64>,
     /// Frames on the fast tier.
     pub fast_frames: usize,
-}
-
-/// Migration rate over one engine interval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RatePoint {
-    /// The interval's end, seconds after phase 0 began.
-    pub secs: f64,
-    /// MB/s (10^6 bytes) moved both ways.
-    pub mbps: f64,
 }
 
 /// The targets against every run.

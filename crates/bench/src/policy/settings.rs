@@ -9,9 +9,9 @@ use thiserror::Error;
 use guest_memory::Placement;
 use tiering::TieringPolicy;
 
-use super::guest::RunSpec;
 use crate::guest_size::{GuestSizeError, check_guest_size};
 use crate::size::format_size;
+use crate::suite_common::{RunSpec, format_share, share_frames, workload_args};
 
 /// Frame size of the benchmark VMs: the VMM's default, huge-page frames.
 pub const FRAME_SIZE: u64 = 2 << 20;
@@ -102,16 +102,6 @@ impl Case {
     }
 }
 
-/// `25%`, `12.5%`.
-pub fn format_share(share: f64) -> String {
-    let percent = share * 100.0;
-    if (percent - percent.round()).abs() < 1e-9 {
-        format!("{percent:.0}%")
-    } else {
-        format!("{percent:.1}%")
-    }
-}
-
 /// What the policy suite measures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PolicySettings {
@@ -185,8 +175,7 @@ impl PolicySettings {
 
     /// Frames the fast tier holds under `case`'s quota (whole frames).
     pub fn quota_frames(&self, case: &Case) -> usize {
-        let frames = self.guest_bytes / self.frame_size;
-        (frames as f64 * case.quota_share).floor() as usize
+        share_frames(self.guest_bytes, self.frame_size, case.quota_share)
     }
 
     /// `case`'s quota in bytes.
@@ -195,20 +184,9 @@ impl PolicySettings {
     }
 
     /// The payload's workload string for `workload` over the suite's
-    /// buffer. zipf's records fill an eighth of the buffer (as hotset's hot
-    /// set does): with records spread over the whole buffer its frames are
-    /// nearly equally hot and any placement is as good as the oracle's.
+    /// buffer ([`workload_args`]).
     pub fn workload_args(&self, workload: &str) -> String {
-        let extra = match workload {
-            "zipf" => format!(",items={}", self.buffer_bytes / 8 / 64),
-            _ => String::new(),
-        };
-        format!(
-            "{workload}:size={}M,phases={},seconds={}{extra}",
-            self.buffer_bytes >> 20,
-            self.phases,
-            self.phase_seconds
-        )
+        workload_args(workload, self.buffer_bytes, self.phases, self.phase_seconds)
     }
 
     /// How a run under `case` is set up: the fast tier is the quota and

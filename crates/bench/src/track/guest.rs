@@ -15,7 +15,7 @@ use thiserror::Error;
 use access_track::{AccessTracker, FaultSampleConfig, KvmDirtyLog, TrackerError, TrackerKind};
 use guest_memory::migrate::WriteGuard;
 use guest_memory::{BackendSpec, MemoryConfig, Placement, TierSpec, TieredMemory};
-use tiering::{HeatConfig, HeatError, HeatModel};
+use tiering::{HeatError, HeatModel, HeatSettings};
 use vmm::guest_state::{GuestState, PhaseReport};
 use vmm::migration::MigrationConfig;
 use vmm::vm::{PayloadSource, Vm, VmConfig, VmEnd, VmError};
@@ -304,7 +304,7 @@ impl Collector {
             None => self.model.insert(HeatModel::new(
                 sample.frames(),
                 sample.pages_per_frame,
-                HeatConfig::default(),
+                HeatSettings::default(),
             )?),
         };
         model.update(&sample)?;

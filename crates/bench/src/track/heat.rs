@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use tiering::{AccessSample, HeatConfig, HeatError, HeatModel, synthetic};
+use oracle::ranking;
+use tiering::{AccessSample, HeatError, HeatModel, HeatSettings, synthetic};
 
 use crate::stats::median;
 
@@ -79,7 +80,7 @@ pub fn measure(frames: usize, repetitions: usize) -> Result<HeatSizeResult, Heat
         .iter()
         .map(|s| synthetic::sampled(s, SAMPLED_PAGES))
         .collect();
-    let mut model = HeatModel::new(frames, PAGES, HeatConfig::default())?;
+    let mut model = HeatModel::new(frames, PAGES, HeatSettings::default())?;
     for s in &full {
         model.update(s)?;
     }
@@ -93,7 +94,7 @@ pub fn measure(frames: usize, repetitions: usize) -> Result<HeatSizeResult, Heat
         model.update(black_box(&partial[next]))
     })?;
     let hottest_quarter_us = time_per_call(repetitions, || {
-        black_box(model.hottest(frames / 4));
+        black_box(ranking::hottest(model.heats(), frames / 4));
         Ok(())
     })?;
     Ok(HeatSizeResult {

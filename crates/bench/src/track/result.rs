@@ -652,14 +652,10 @@ pub fn format_us(us: f64) -> String {
     format!("{value:.decimals$} {unit}")
 }
 
-/// Guest RAM, with TiB for the largest heat-model size.
+/// Guest RAM, with TiB for the largest heat-model size (guest-memory's
+/// format, which `format_size` prints, has the unit).
 pub fn format_guest(bytes: u64) -> String {
-    const TIB: u64 = 1 << 40;
-    if bytes >= TIB && bytes % TIB == 0 {
-        format!("{} TiB", bytes / TIB)
-    } else {
-        format_size(bytes)
-    }
+    format_size(bytes)
 }
 
 #[cfg(test)]

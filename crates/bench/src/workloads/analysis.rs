@@ -5,38 +5,16 @@
 //! and the modeled cost on DRAM+CXL and DRAM+Optane. Boot and warm-up
 //! (before phase 0) are left out.
 
-use std::collections::BTreeMap;
-
-use thiserror::Error;
-
-use oracle::{Oracle, OracleError};
-
 use super::result::{HitPoint, ModeledCost, PhaseResult, RunResult};
 use super::settings::{RunCase, WorkloadsSettings};
 use super::tier_map::TierMap;
 use crate::model::{Demand, MODELS, Pattern};
-use crate::policy::{
-    Trace, convergence_secs, dram_hit, engine_summary, longest_convergence, migration_rates,
-    oracle_hit, phase_mops,
-};
+use crate::policy::TARGET_AFTER_SHIFT;
 use crate::stats::{mean, ratio};
-
-/// Why a trace could not be analysed.
-#[derive(Debug, Error)]
-pub enum AnalysisError {
-    /// The payload announced no phase.
-    #[error("the guest began no phase")]
-    NoPhases,
-    /// A phase's ground truth does not fit guest RAM.
-    #[error("ground truth of phase {phase}")]
-    Oracle {
-        /// The phase.
-        phase: u64,
-        /// What the oracle refused.
-        #[source]
-        source: OracleError,
-    },
-}
+use crate::suite_common::{
+    AnalysisError, Trace, convergence_secs, dram_hit, engine_summary, longest_convergence,
+    migration_rates, phase_mops, phase_oracles,
+};
 
 /// Builds the result of `workload` under `case` from its trace.
 pub fn analyze(
@@ -46,26 +24,18 @@ pub fn analyze(
     trace: &Trace,
 ) -> Result<RunResult, AnalysisError> {
     let room = settings.fast_frames(case);
-    let origin = *trace.phase_starts.get(&0).ok_or(AnalysisError::NoPhases)?;
-    let mut oracles = BTreeMap::new();
-    for (&phase, ranges) in &trace.truths {
-        let oracle = Oracle::new(&trace.ram, settings.frame_size, ranges)
-            .map_err(|source| AnalysisError::Oracle { phase, source })?;
-        let access = oracle.access_probabilities().to_vec();
-        let best = oracle_hit(&access, room);
-        oracles.insert(phase, (access, best));
-    }
+    let (origin, oracles) = phase_oracles(trace, settings.frame_size, room)?;
     let timeline: Vec<HitPoint> = trace
         .samples
         .iter()
         .filter_map(|s| {
             let phase = s.phase?;
-            let (access, best) = oracles.get(&phase)?;
+            let o = oracles.get(&phase)?;
             Some(HitPoint {
                 secs: s.at_secs - origin,
                 phase,
-                dram_hit: dram_hit(access, &s.tiers),
-                oracle_hit: *best,
+                dram_hit: dram_hit(&o.access, &s.tiers),
+                oracle_hit: o.best,
             })
         })
         .collect();
@@ -73,7 +43,7 @@ pub fn analyze(
     let phases: Vec<PhaseResult> = oracles
         .iter()
         .filter(|(phase, _)| trace.phase_starts.contains_key(phase))
-        .map(|(&phase, (_, best))| {
+        .map(|(&phase, o)| {
             let points: Vec<&HitPoint> = timeline.iter().filter(|p| p.phase == phase).collect();
             let demand = phase_demand(trace, phase);
             let dram_hit = mean(points.iter().map(|p| p.dram_hit));
@@ -85,11 +55,12 @@ pub fn analyze(
                     points
                         .iter()
                         .map(|p| (p.secs - start_secs, ratio(p.dram_hit, p.oracle_hit))),
+                    TARGET_AFTER_SHIFT,
                 ),
                 samples: points.len(),
                 mops: phase_mops(&trace.reports, phase, settings.vcpus),
                 dram_hit,
-                oracle_hit: *best,
+                oracle_hit: o.best,
                 demand,
                 modeled: dram_hit.map_or_else(Vec::new, |hit| {
                     modeled(hit, &demand, settings.pattern(workload))
@@ -208,12 +179,12 @@ fn total_modeled(phases: &[PhaseResult]) -> Vec<ModeledCost> {
 
 #[cfg(test)]
 mod tests {
-    use guest_abi::{AccessRange, GpaRange};
+    use guest_abi::GpaRange;
     use vmm::guest_state::PhaseReport;
 
     use super::*;
-    use crate::policy::Sample;
-    use crate::testing::sample_workloads_trace;
+    use crate::suite_common::Sample;
+    use crate::testing::{hot_frame, sample_workloads_trace};
     use crate::workloads::settings::Config;
 
     const MIB: u64 = 1 << 20;
@@ -221,14 +192,7 @@ mod tests {
     /// A 64 MiB guest (32 frames) whose phase 0 makes frame 1 hot and
     /// phase 1 frame 20; the placement keeps frames 0..8 fast.
     fn trace() -> Trace {
-        let hot = |frame: u64| {
-            vec![AccessRange {
-                gpa: frame * 2 * MIB,
-                len: 2 * MIB,
-                weight: 1.0,
-                write_fraction: 0.0,
-            }]
-        };
+        let hot = |frame: u64| hot_frame(frame, 0.0);
         let tiers: Vec<u8> = (0..32).map(|f| u8::from(f >= 8)).collect();
         let samples = (0..10)
             .map(|i| Sample {

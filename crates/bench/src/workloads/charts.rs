@@ -10,7 +10,7 @@ use super::settings::Config;
 use super::tier_map::{TierMap, share as level_share};
 use crate::grid_chart::{GridChart, GridRun, Marker};
 use crate::plot::{LineChart, PlotError, Rgb, Series, Stroke, XAxis, YAxis};
-use crate::policy::format_share;
+use crate::suite_common::format_share;
 
 /// The fast tier's colour in the tier maps (blue).
 const FAST: Rgb = Rgb(31, 90, 180);

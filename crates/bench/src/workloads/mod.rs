@@ -4,8 +4,8 @@
 //! Each workload (`hotset`, `zipf`, `pmbench`, `stream`, phased) runs in
 //! a fresh VM once per [`RunCase`]: the bounds all-fast and all-slow, and
 //! first-touch, tiering-dirty-log and tiering-fault-sample at each DRAM
-//! share. The harness samples the placement every 100 ms (the policy
-//! suite's [`run_spec`](crate::policy::run_spec)); afterwards each sample
+//! share. The harness samples the placement every 100 ms (the suites'
+//! shared [`run_spec`](crate::suite_common::run_spec)); afterwards each sample
 //! is scored against the oracle built from the payload's ground truth,
 //! which the engine never sees. Since both tiers here run at DRAM speed,
 //! the cost of a placement on real tiered memory is *modeled*
@@ -24,10 +24,10 @@ use std::thread;
 
 use thiserror::Error;
 
-use crate::policy::{RunError, run_spec};
 use crate::progress;
+use crate::suite_common::{AnalysisError, CaseError, RunError, run_case, run_spec};
 
-pub use analysis::{AnalysisError, analyze};
+pub use analysis::analyze;
 pub use charts::{
     chart_kinds, hit_chart, hit_chart_name, migration_chart, migration_chart_name, tier_map_chart,
     tier_map_name, write_svgs,
@@ -43,28 +43,10 @@ pub enum WorkloadsSuiteError {
     /// Bad settings (e.g. a `--bytes` override).
     #[error("workloads suite settings")]
     Settings(#[from] SettingsError),
-    /// One guest run failed.
-    #[error("{workload} with {case}")]
-    Run {
-        /// The workload.
-        workload: String,
-        /// The configuration.
-        case: String,
-        /// What went wrong (boxed: VM errors are large).
-        #[source]
-        source: Box<RunError>,
-    },
-    /// A run's trace could not be scored.
-    #[error("{workload} with {case}: analysis")]
-    Analysis {
-        /// The workload.
-        workload: String,
-        /// The configuration.
-        case: String,
-        /// What went wrong.
-        #[source]
-        source: AnalysisError,
-    },
+    /// One run (a workload under one configuration, alone or in a mix)
+    /// failed.
+    #[error(transparent)]
+    Case(#[from] CaseError<AnalysisError>),
 }
 
 /// Runs the suite with `settings`, showing progress on stderr.
@@ -77,20 +59,11 @@ pub fn run(settings: WorkloadsSettings) -> Result<WorkloadsResult, WorkloadsSuit
     for workload in &settings.workloads {
         let args = settings.workload_args(workload);
         for case in &cases {
-            bar.set_message(format!("{workload}, {}", case.label()));
-            let trace = run_spec(&settings.run_spec(case), &args).map_err(|source| {
-                WorkloadsSuiteError::Run {
-                    workload: workload.clone(),
-                    case: case.label(),
-                    source: Box::new(source),
-                }
-            })?;
-            let result = analyze(&settings, case, workload, &trace).map_err(|source| {
-                WorkloadsSuiteError::Analysis {
-                    workload: workload.clone(),
-                    case: case.label(),
-                    source,
-                }
+            let label = case.label();
+            bar.set_message(format!("{workload}, {label}"));
+            let trace = run_spec(&settings.run_spec(case), &args);
+            let result = run_case(workload, &label, trace, |trace| {
+                analyze(&settings, case, workload, trace)
             })?;
             runs.push(result);
             bar.inc(1);
@@ -122,22 +95,13 @@ fn run_mix(
         });
         handles.map(|h| h.join())
     });
+    let label = format!("{} (mix)", case.label());
     let mut results = Vec::with_capacity(2);
     for (i, (workload, joined)) in pair.iter().zip(traces).enumerate() {
-        let fail = |source: RunError| WorkloadsSuiteError::Run {
-            workload: workload.clone(),
-            case: format!("{} (mix)", case.label()),
-            source: Box::new(source),
-        };
-        let trace = joined
-            .map_err(|_| fail(RunError::Guest("its run thread panicked".to_owned())))?
-            .map_err(fail)?;
-        let mut result = analyze(settings, case, workload, &trace).map_err(|source| {
-            WorkloadsSuiteError::Analysis {
-                workload: workload.clone(),
-                case: format!("{} (mix)", case.label()),
-                source,
-            }
+        let trace =
+            joined.unwrap_or_else(|_| Err(RunError::Guest("its run thread panicked".to_owned())));
+        let mut result = run_case(workload, &label, trace, |trace| {
+            analyze(settings, case, workload, trace)
         })?;
         result.mix = Some(pair[1 - i].clone());
         results.push(result);

@@ -9,8 +9,9 @@ use super::settings::{Config, RunCase, WorkloadsSettings};
 use super::tier_map::TierMap;
 use crate::model::Demand;
 use crate::model::{CXL, DRAM, MODELS, OPTANE};
-use crate::policy::{EngineSummary, RatePoint, TARGET_AFTER_SHIFT, format_share};
+use crate::policy::TARGET_AFTER_SHIFT;
 use crate::size::format_size;
+use crate::suite_common::{EngineSummary, RatePoint, format_share};
 use crate::table::{Align, RowWidthError, Table};
 use crate::track::{format_percent, format_us};
 

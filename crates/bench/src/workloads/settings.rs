@@ -12,8 +12,8 @@ use tiering::TieringPolicy;
 use super::host_tiers::HostTiers;
 use crate::guest_size::{GuestSizeError, check_guest_size};
 use crate::model::Pattern;
-use crate::policy::{RunSpec, format_share};
 use crate::size::format_size;
+use crate::suite_common::{RunSpec, format_share, share_frames, workload_args};
 
 /// Frame size of the benchmark VMs: the VMM's default, huge-page frames
 /// (as in the policy suite).
@@ -238,8 +238,7 @@ impl WorkloadsSettings {
 
     /// Whole frames in `share` of guest RAM.
     pub fn share_frames(&self, share: f64) -> usize {
-        let frames = self.guest_bytes / self.frame_size;
-        (frames as f64 * share).floor() as usize
+        share_frames(self.guest_bytes, self.frame_size, share)
     }
 
     /// Frames on the fast tier under `case` (all of RAM for all-fast,
@@ -281,18 +280,9 @@ impl WorkloadsSettings {
     }
 
     /// The payload's workload string for `workload` (as the policy suite
-    /// builds it: zipf's records fill an eighth of the buffer).
+    /// builds it: [`workload_args`]).
     pub fn workload_args(&self, workload: &str) -> String {
-        let extra = match workload {
-            "zipf" => format!(",items={}", self.buffer_bytes / 8 / 64),
-            _ => String::new(),
-        };
-        format!(
-            "{workload}:size={}M,phases={},seconds={}{extra}",
-            self.buffer_bytes >> 20,
-            self.phases,
-            self.phase_seconds
-        )
+        workload_args(workload, self.buffer_bytes, self.phases, self.phase_seconds)
     }
 
     /// How `workload` reaches memory, for the model: stream streams,
@@ -389,7 +379,7 @@ mod tests {
             tiers: HostTiers::Numa { fast: 0, slow: 1 },
             ..s.clone()
         };
-        let config = crate::policy::spec_config(&numa.run_spec(&touch), "hotset");
+        let config = crate::suite_common::spec_config(&numa.run_spec(&touch), "hotset");
         let nodes: Vec<Option<u32>> = config
             .memory
             .tiers

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::policy::Sample;
+use crate::suite_common::Sample;
 
 /// Most rows (groups of frames) kept.
 pub const MAX_ROWS: usize = 256;

@@ -3,6 +3,10 @@
 
 use std::ops::Range;
 
+// The workloads crate is no_std with no other dependency than guest-abi,
+// so this static std binary can share its splitmix64 finaliser.
+use workloads::{mix, splitmix64};
+
 /// Mismatches kept (and printed) per thread; further ones are only counted.
 pub const MAX_MISMATCHES_KEPT: usize = 10;
 
@@ -29,17 +33,9 @@ pub struct Sweep {
     pub write: Option<u64>,
 }
 
-/// splitmix64's finaliser: a cheap, well-mixing 64-bit bijection.
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 /// The key of one thread's round; hoisted out of the per-word loop.
 pub fn round_key(round: u64, thread: u64, seed: u64) -> u64 {
-    splitmix64(seed ^ splitmix64(round.rotate_left(32) ^ thread))
+    mix(seed, round.rotate_left(32) ^ thread)
 }
 
 /// The value of the word at byte `offset` in the round with key `key`.

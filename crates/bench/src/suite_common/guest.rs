@@ -1,5 +1,6 @@
-//! One measured guest run: a fresh VM on two memfd tiers running one
-//! phased workload with the tiering engine on, the placement of every
+//! One measured guest run of the policy and workloads suites: a fresh VM
+//! on two memfd tiers running one phased workload (with the tiering
+//! engine on, when the run's spec says so), the placement of every
 //! frame sampled from the VM runner's tick, and afterwards the payload's
 //! ground truth (read here, never handed to the engine), its phase reports
 //! and the engine's counters.
@@ -16,8 +17,6 @@ use tiering::{EngineStats, TieringPolicy};
 use vmm::guest_state::{GuestState, PhaseReport};
 use vmm::migration::{MigrationConfig, MigratorKind};
 use vmm::vm::{PayloadSource, Vm, VmConfig, VmEnd, VmError};
-
-use super::settings::{Case, PolicySettings};
 
 /// Seconds a run may take beyond its phases (boot, warm-up writes).
 const SLACK_SECS: f64 = 120.0;
@@ -140,20 +139,6 @@ pub fn spec_config(spec: &RunSpec, args: &str) -> VmConfig {
     }
 }
 
-/// The VM configuration of a run of `args` under `case`: the fast tier is
-/// exactly the quota (the VM's DRAM budget) and starts empty (slow-first:
-/// the slow tier holds all of RAM), so no frame is in the right place by
-/// accident of its address and the engine alone fills DRAM.
-pub fn vm_config(settings: &PolicySettings, case: &Case, args: &str) -> VmConfig {
-    spec_config(&settings.run_spec(case), args)
-}
-
-/// Runs `args` in a fresh VM under `case`, sampling the placement every
-/// `settings.sample_ms`.
-pub fn run_once(settings: &PolicySettings, case: &Case, args: &str) -> Result<Trace, RunError> {
-    run_spec(&settings.run_spec(case), args)
-}
-
 /// Runs `args` in a fresh VM as `spec` describes, sampling the placement
 /// every `spec.sample_ms`. Without an engine the counters are all zero.
 pub fn run_spec(spec: &RunSpec, args: &str) -> Result<Trace, RunError> {
@@ -222,26 +207,5 @@ fn sample(state: &GuestState, memory: &TieredMemory) -> Sample {
         at_secs,
         phase,
         tiers,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn vm_config_gives_the_fast_tier_the_quota_and_runs_the_engine() {
-        let settings = PolicySettings::new(true, None).unwrap();
-        let case = Case {
-            tracker: "combined".to_owned(),
-            quota_share: 0.25,
-        };
-        let config = vm_config(&settings, &case, "hotset");
-        assert_eq!(config.memory.tiers[0].size, Some(settings.guest_bytes / 4));
-        assert_eq!(config.memory.tiers[1].size, Some(settings.guest_bytes));
-        assert_eq!(config.migration.migrator, MigratorKind::RemapPrecopy);
-        let policy = config.tiering.unwrap();
-        assert_eq!(policy.tracker, "combined");
-        assert_eq!(policy.fast_quota.max_bytes, settings.guest_bytes / 4);
     }
 }

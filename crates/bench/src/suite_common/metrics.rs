@@ -1,4 +1,5 @@
-//! The arithmetic of the policy suite, on per-frame access probabilities
+//! The arithmetic of the policy and workloads suites, on per-frame access
+//! probabilities
 //! (the oracle's, for one phase) and a placement (tier per frame, 0 the
 //! fast tier): the DRAM-hit ratio of a placement, the oracle's best for a
 //! quota, and the fewest moves that turn a placement into a best one.

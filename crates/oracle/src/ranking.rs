@@ -1,6 +1,36 @@
-//! Ordering frames by heat. Top-k selects with `select_nth_unstable` and
-//! sorts only the k selected (O(n + k log k), not a full sort of n). Equal
-//! heat ranks the lower frame index first, so rankings are deterministic.
+//! Ordering frames by a per-frame score (a heat model's heat, the oracle's
+//! access probability): the rankings tests and benchmarks judge a tracker
+//! by. The engine's planner does not rank this way (it orders candidates
+//! and victims by its own keys), so this lives on the harness side.
+//!
+//! Top-k selects with `select_nth_unstable` and sorts only the k selected
+//! (O(n + k log k), not a full sort of n). Equal scores rank the lower
+//! frame index first, so rankings are deterministic. Frame indices are
+//! ranked as `u32`: at most [`MAX_FRAMES`] frames.
+
+use thiserror::Error;
+
+/// Most frames a ranking orders (indices are packed as `u32`).
+pub const MAX_FRAMES: usize = u32::MAX as usize;
+
+/// Frames that cannot be ranked among.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum RankingError {
+    /// A frame index is out of range.
+    #[error("frame {frame} out of range ({frames} frames)")]
+    FrameOutOfRange {
+        /// The index given.
+        frame: usize,
+        /// Frames ranked.
+        frames: usize,
+    },
+    /// A frame was given twice.
+    #[error("frame {frame} given twice")]
+    DuplicateFrame {
+        /// The index given twice.
+        frame: usize,
+    },
+}
 
 /// Which end of the ranking comes first.
 #[derive(Clone, Copy)]
@@ -42,19 +72,43 @@ fn smallest_k(mut keys: Vec<u128>, k: usize) -> Vec<usize> {
     keys.into_iter().map(|key| key as u32 as usize).collect()
 }
 
-/// The `k` hottest frames, hottest first.
-pub(crate) fn hottest(heat: &[f64], k: usize) -> Vec<usize> {
-    // HeatModel::new refuses more than u32::MAX frames.
-    let keys = (0..heat.len() as u32)
+/// The `k` hottest frames (all of them if fewer), hottest first.
+pub fn hottest(heat: &[f64], k: usize) -> Vec<usize> {
+    // Callers hold at most MAX_FRAMES frames (a HeatModel refuses more).
+    let keys = (0..heat.len().min(MAX_FRAMES) as u32)
         .zip(heat)
         .map(|(f, &h)| key(h, f, Order::HottestFirst))
         .collect();
     smallest_k(keys, k)
 }
 
+/// The `k` coldest of `frames` (e.g. the frames on the fast tier), coldest
+/// first. Every frame must exist and be given once.
+pub fn coldest_among(heat: &[f64], frames: &[usize], k: usize) -> Result<Vec<usize>, RankingError> {
+    let len = heat.len().min(MAX_FRAMES);
+    let mut seen = vec![0u64; len.div_ceil(64)];
+    let mut candidates = Vec::with_capacity(frames.len());
+    for &frame in frames {
+        if frame >= len {
+            return Err(RankingError::FrameOutOfRange {
+                frame,
+                frames: heat.len(),
+            });
+        }
+        let (word, bit) = (frame / 64, 1u64 << (frame % 64));
+        if seen[word] & bit != 0 {
+            return Err(RankingError::DuplicateFrame { frame });
+        }
+        seen[word] |= bit;
+        // frame < MAX_FRAMES = u32::MAX.
+        candidates.push(frame as u32);
+    }
+    Ok(coldest(heat, &candidates, k))
+}
+
 /// The `k` coldest of `candidates` (distinct indices into `heat`), coldest
 /// first.
-pub(crate) fn coldest(heat: &[f64], candidates: &[u32], k: usize) -> Vec<usize> {
+fn coldest(heat: &[f64], candidates: &[u32], k: usize) -> Vec<usize> {
     let keys = candidates
         .iter()
         .map(|&f| key(heat[f as usize], f, Order::ColdestFirst))
@@ -63,7 +117,7 @@ pub(crate) fn coldest(heat: &[f64], candidates: &[u32], k: usize) -> Vec<usize> 
 }
 
 /// Every frame, hottest first.
-pub(crate) fn rank(heat: &[f64]) -> Vec<usize> {
+pub fn rank(heat: &[f64]) -> Vec<usize> {
     hottest(heat, heat.len())
 }
 
@@ -79,6 +133,29 @@ mod tests {
         assert_eq!(hottest(&heat, 0), Vec::<usize>::new());
         assert_eq!(hottest(&heat, 99).len(), 5);
         assert_eq!(hottest(&[], 4), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn nothing_to_rank_ranks_nothing() {
+        assert!(hottest(&[], 5).is_empty());
+        assert!(rank(&[]).is_empty());
+        assert_eq!(coldest_among(&[], &[], 3), Ok(vec![]));
+    }
+
+    #[test]
+    fn coldest_among_refuses_unknown_and_repeated_frames() {
+        let heat = [0.0; 4];
+        assert_eq!(
+            coldest_among(&heat, &[1, 4], 1),
+            Err(RankingError::FrameOutOfRange {
+                frame: 4,
+                frames: 4
+            })
+        );
+        assert_eq!(
+            coldest_among(&heat, &[2, 1, 2], 1),
+            Err(RankingError::DuplicateFrame { frame: 2 })
+        );
     }
 
     #[test]

@@ -1,0 +1,178 @@
+//! The skeleton the `policy` and `workloads` suites share: one measured
+//! guest run ([`run_spec`]: a fresh VM, its placement sampled, its ground
+//! truth and engine counters read afterwards), the payload's workload
+//! string, quotas in whole frames, each phase's oracle and the DRAM-hit
+//! arithmetic on it ([`phase_oracles`], [`dram_hit`]), what else a run
+//! is scored by (throughput, convergence, the engine's counters and
+//! migration rate), the error of one
+//! run and its scoring ([`CaseError`], [`run_case`]), and shares as they
+//! are printed. What each suite measures, scores, reports and draws stays
+//! in the suite.
+
+mod guest;
+mod metrics;
+mod scoring;
+
+use std::collections::BTreeMap;
+
+use thiserror::Error;
+
+use oracle::{Oracle, OracleError};
+
+pub use guest::{RunError, RunSpec, Sample, Trace, run_spec, spec_config};
+pub use metrics::{MinMoves, dram_hit, min_moves, oracle_hit};
+pub use scoring::{
+    EngineSummary, RatePoint, convergence_secs, engine_summary, longest_convergence,
+    migration_rates, phase_mops,
+};
+
+/// Why a trace could not be analysed.
+#[derive(Debug, Error)]
+pub enum AnalysisError {
+    /// The payload announced no phase.
+    #[error("the guest began no phase")]
+    NoPhases,
+    /// A phase's ground truth does not fit guest RAM.
+    #[error("ground truth of phase {phase}")]
+    Oracle {
+        /// The phase.
+        phase: u64,
+        /// What the oracle refused.
+        #[source]
+        source: OracleError,
+    },
+}
+
+/// One phase's oracle: access probability per frame and the best
+/// DRAM-hit ratio for the room on the fast tier.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PhaseOracle {
+    /// Access probability per frame.
+    pub access: Vec<f64>,
+    /// The oracle's DRAM-hit ratio (the top frames that fit).
+    pub best: f64,
+}
+
+/// When phase 0 began (the time origin of a run's results), and the oracle
+/// of every phase with ground truth for `room` frames of `frame_size` on
+/// the fast tier.
+pub fn phase_oracles(
+    trace: &Trace,
+    frame_size: u64,
+    room: usize,
+) -> Result<(f64, BTreeMap<u64, PhaseOracle>), AnalysisError> {
+    let origin = *trace.phase_starts.get(&0).ok_or(AnalysisError::NoPhases)?;
+    let mut oracles = BTreeMap::new();
+    for (&phase, ranges) in &trace.truths {
+        let oracle = Oracle::new(&trace.ram, frame_size, ranges)
+            .map_err(|source| AnalysisError::Oracle { phase, source })?;
+        let access = oracle.access_probabilities().to_vec();
+        let best = oracle_hit(&access, room);
+        oracles.insert(phase, PhaseOracle { access, best });
+    }
+    Ok((origin, oracles))
+}
+
+/// Why one run of a suite (a workload under one configuration) failed.
+#[derive(Debug, Error)]
+pub enum CaseError<A: std::error::Error + 'static> {
+    /// The guest run failed.
+    #[error("{workload} with {case}")]
+    Run {
+        /// The workload.
+        workload: String,
+        /// The configuration.
+        case: String,
+        /// What went wrong (boxed: VM errors are large).
+        #[source]
+        source: Box<RunError>,
+    },
+    /// The run's trace could not be scored.
+    #[error("{workload} with {case}: analysis")]
+    Analysis {
+        /// The workload.
+        workload: String,
+        /// The configuration.
+        case: String,
+        /// What went wrong.
+        #[source]
+        source: A,
+    },
+}
+
+/// Scores a finished run of `workload` under the configuration labelled
+/// `case` with `analyze`, naming both in the error.
+pub fn run_case<T, A: std::error::Error + 'static>(
+    workload: &str,
+    case: &str,
+    trace: Result<Trace, RunError>,
+    analyze: impl FnOnce(&Trace) -> Result<T, A>,
+) -> Result<T, CaseError<A>> {
+    let trace = trace.map_err(|source| CaseError::Run {
+        workload: workload.to_owned(),
+        case: case.to_owned(),
+        source: Box::new(source),
+    })?;
+    analyze(&trace).map_err(|source| CaseError::Analysis {
+        workload: workload.to_owned(),
+        case: case.to_owned(),
+        source,
+    })
+}
+
+/// The payload's workload string for `workload` over a buffer of
+/// `buffer_bytes`, in `phases` phases of `phase_seconds`. zipf's records
+/// fill an eighth of the buffer (as hotset's hot set does): with records
+/// spread over the whole buffer its frames are nearly equally hot and any
+/// placement is as good as the oracle's.
+pub fn workload_args(workload: &str, buffer_bytes: u64, phases: u32, phase_seconds: f64) -> String {
+    let extra = match workload {
+        "zipf" => format!(",items={}", buffer_bytes / 8 / 64),
+        _ => String::new(),
+    };
+    format!(
+        "{workload}:size={}M,phases={phases},seconds={phase_seconds}{extra}",
+        buffer_bytes >> 20,
+    )
+}
+
+/// Whole frames of `frame_size` in `share` of `guest_bytes`.
+pub fn share_frames(guest_bytes: u64, frame_size: u64, share: f64) -> usize {
+    let frames = guest_bytes / frame_size;
+    (frames as f64 * share).floor() as usize
+}
+
+/// `25%`, `12.5%`.
+pub fn format_share(share: f64) -> String {
+    let percent = share * 100.0;
+    if (percent - percent.round()).abs() < 1e-9 {
+        format!("{percent:.0}%")
+    } else {
+        format!("{percent:.1}%")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_print_as_percentages() {
+        assert_eq!(format_share(0.25), "25%");
+        assert_eq!(format_share(0.125), "12.5%");
+        assert_eq!(share_frames(1 << 30, 2 << 20, 0.125), 64);
+    }
+
+    #[test]
+    fn a_failed_case_names_workload_and_configuration() {
+        let failed: Result<(), CaseError<RunError>> = run_case(
+            "zipf",
+            "all-fast",
+            Err(RunError::Guest("boom".to_owned())),
+            |_| Ok(()),
+        );
+        let e = failed.unwrap_err();
+        assert_eq!(e.to_string(), "zipf with all-fast");
+        assert!(matches!(e, CaseError::Run { .. }));
+    }
+}
