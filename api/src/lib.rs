@@ -1,4 +1,4 @@
-//! tiervisor's operator API (ARCHITECTURE §7).
+//! tiervisor's operator API.
 //!
 //! The API talks to a running VMM through [`VmmControl`], a small trait
 //! the VMM implements, so the server can be tested without a VM. This

@@ -1,4 +1,4 @@
-//! The tiering engine (ARCHITECTURE §6): what it knows about guest memory
+//! The tiering engine: what it knows about guest memory
 //! and decides from it. It knows nothing of KVM ioctls or HTTP; trackers
 //! and migrators are traits it is handed, and it never sees the workload's
 //! ground truth.

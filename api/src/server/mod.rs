@@ -1,4 +1,4 @@
-//! The REST server (ARCHITECTURE §7): HTTP/1.1 over a unix socket and,
+//! The REST server: HTTP/1.1 over a unix socket and,
 //! optionally, TCP with a bearer token, written over std sockets with
 //! `httparse` for request heads (thread-based, like the rest of the VMM).
 //!

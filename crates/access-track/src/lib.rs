@@ -1,4 +1,4 @@
-//! Guest access tracking (ARCHITECTURE §5).
+//! Guest access tracking.
 //!
 //! * [`KvmDirtyLog`]: the owner of the KVM dirty log (the EPT/NPT dirty
 //!   bits; shadow page tables under PVM), read with manual protection

@@ -1,5 +1,4 @@
-//! tierbench, the benchmark harness of tiervisor (ARCHITECTURE §1,
-//! `crates/bench`).
+//! tierbench, the benchmark harness of tiervisor.
 //!
 //! The harness runs *suites*; each measures something and reports it as
 //! ratios against baselines measured in the same run, so that numbers from

@@ -1,4 +1,4 @@
-//! Tiered guest memory for tiervisor (ARCHITECTURE §2).
+//! Tiered guest memory for tiervisor.
 //!
 //! Guest RAM is cut into frames; each frame lives in a slot of one tier
 //! (a memfd, a device-DAX device or a file), mapped `MAP_SHARED|MAP_FIXED`

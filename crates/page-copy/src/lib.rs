@@ -1,4 +1,4 @@
-//! Copy engines for frame migration (ARCHITECTURE §4): they copy batches of
+//! Copy engines for frame migration: they copy batches of
 //! guest frames from a source tier's mapping to a destination tier's
 //! mapping, as fast as possible, while vCPUs may be blocked on them.
 //!

@@ -1,4 +1,4 @@
-//! The VMM side of the operator API (ARCHITECTURE §7): [`VmController`]
+//! The VMM side of the operator API: [`VmController`]
 //! implements [`api::VmmControl`] over at most one VM, a state machine
 //! `created → running ⇄ paused → shutdown` (and deleted).
 //!

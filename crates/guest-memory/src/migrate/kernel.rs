@@ -1,4 +1,4 @@
-//! The kernel migrator (ARCHITECTURE §3 "kernel"): guest RAM is one memfd
+//! The kernel migrator: guest RAM is one memfd
 //! ([`Backing::SharedNuma`]), tiers are host NUMA nodes, and a frame moves
 //! when its pages move to another node with `move_pages(2)`. The host
 //! kernel unmaps, copies and remaps each page atomically, so no guest

@@ -1,4 +1,4 @@
-//! Live migration of guest frames between tiers (ARCHITECTURE §3).
+//! Live migration of guest frames between tiers.
 //!
 //! A [`Migrator`] takes a [`Batch`] (plain moves and exchanges) and returns
 //! a [`BatchOutcome`]: each frame moved, each move failed with its step and
