@@ -13,6 +13,7 @@
 mod baselines;
 mod buffers;
 mod charts;
+mod copy_suite_error;
 mod engines;
 mod plan;
 mod reference;
@@ -23,15 +24,11 @@ mod start_line;
 
 use std::time::Duration;
 
-use thiserror::Error;
-
-use page_copy::{CopyError, PoolError};
-
-use crate::memory::MemoryError;
 use crate::progress;
 
 pub use baselines::BaselineError;
 pub use charts::write_svgs;
+pub use copy_suite_error::CopySuiteError;
 pub use reference::{CopyReference, RepeatedCopy, measure_best_parallel};
 pub use result::{
     BestParallel, CopyResult, EngineResult, ParallelResult, RangeSizeResult, format_ratio,
@@ -41,52 +38,6 @@ pub use settings::{CopySettings, RANGE_SIZES, SettingsError};
 
 use plan::measurements;
 use runner::Runner;
-
-/// Why the copy suite failed.
-#[derive(Debug, Error)]
-pub enum CopySuiteError {
-    /// Bad settings (e.g. a `--bytes` override).
-    #[error("copy suite settings")]
-    Settings(#[from] SettingsError),
-    /// The buffers could not be mapped.
-    #[error("map copy buffers")]
-    Memory(#[from] MemoryError),
-    /// An engine's thread pool could not start.
-    #[error("start copy engine")]
-    Pool(#[from] PoolError),
-    /// An engine refused or failed a batch.
-    #[error("{measurement}")]
-    Copy {
-        /// The measurement.
-        measurement: String,
-        /// The engine's error.
-        #[source]
-        source: CopyError,
-    },
-    /// A parallel baseline run failed.
-    #[error("{measurement}")]
-    Baseline {
-        /// The measurement.
-        measurement: String,
-        /// What went wrong.
-        #[source]
-        source: BaselineError,
-    },
-    /// A copy left a destination byte different from the source.
-    #[error("{measurement}: destination differs from source at byte {offset}")]
-    Mismatch {
-        /// The measurement.
-        measurement: String,
-        /// First differing byte.
-        offset: usize,
-    },
-    /// A measurement refers to an engine or range size that does not exist.
-    #[error("no such measurement: {0}")]
-    UnknownMeasurement(String),
-    /// A measurement has no timed runs.
-    #[error("no samples for {0}")]
-    NoSamples(String),
-}
 
 /// Runs the suite with `settings`, showing progress on stderr.
 pub fn run(settings: CopySettings) -> Result<CopyResult, CopySuiteError> {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::CopySuiteError;
+use super::copy_suite_error::CopySuiteError;
 use super::plan::Measurement;
 use super::runner::Runner;
 use super::settings::CopySettings;

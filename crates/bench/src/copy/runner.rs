@@ -5,9 +5,9 @@ use std::time::{Duration, Instant};
 
 use page_copy::CopyRange;
 
-use super::CopySuiteError;
 use super::baselines::{memcpy_loop, parallel_copy};
 use super::buffers::Buffers;
+use super::copy_suite_error::CopySuiteError;
 use super::engines::{EngineUnderTest, start_all};
 use super::plan::Measurement;
 use super::settings::CopySettings;

@@ -28,6 +28,7 @@ mod runner;
 mod scenario;
 mod settings;
 mod soak;
+mod soak_leg;
 mod soak_result;
 mod stalls;
 mod verify;
@@ -48,7 +49,8 @@ pub use result::{
 };
 pub use scenario::{GuestLoad, Protocol, Scenario, scenarios};
 pub use settings::{MigrateSettings, SOAK_DEFAULT_MIGRATIONS, SettingsError, SoakSettings};
-pub use soak::{Leg, run_soak};
+pub use soak::run_soak;
+pub use soak_leg::Leg;
 pub use soak_result::{SoakLeg, SoakResult};
 pub use stalls::{StallSummary, format_micros};
 pub use verify::Verification;

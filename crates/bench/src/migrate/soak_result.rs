@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::settings::SoakSettings;
-use super::soak::{Leg, LegTotals};
+use super::soak_leg::{Leg, LegTotals};
 use super::stalls::{StallSummary, format_micros};
 use super::verify::Verification;
 use crate::size::format_size;

@@ -18,7 +18,9 @@
 //! entry there.
 
 mod charts;
+mod collect_cost;
 mod cpu_time;
+mod format;
 mod guest;
 mod heat;
 mod host_cpu;
@@ -38,7 +40,9 @@ use tiering::HeatError;
 use crate::progress;
 
 pub use charts::{heat_chart, throughput_chart, write_svgs};
+pub use collect_cost::CollectCost;
 pub use cpu_time::thread_cpu_time;
+pub use format::{format_guest, format_interval, format_percent, format_us};
 pub use guest::{Collects, RunError, RunMeasurement, run_once, throughput, vm_config};
 pub use heat::{HeatSizeResult, measure as measure_heat};
 pub use host_cpu::{CpuSnapshot, PhaseCpu};
@@ -48,8 +52,8 @@ pub use paired_result::{
 pub use paired_run::{PairedMeasurement, PhaseMops, run_paired};
 pub use phase_schedule::{BLOCK_PHASES, PhaseSchedule};
 pub use result::{
-    CollectCost, IntervalVerdict, JudgedSlowdown, SlowdownTarget, Throughput, TrackResult,
-    TrackerResult, WorkloadResult, format_guest, format_interval, format_percent, format_us,
+    IntervalVerdict, JudgedSlowdown, SlowdownTarget, Throughput, TrackResult, TrackerResult,
+    WorkloadResult,
 };
 pub use settings::{SettingsError, TARGET_MAX_SLOWDOWN, TrackSettings, Variant};
 pub use trackers::{NONE, TRACKERS, TrackerSpec, tracker};

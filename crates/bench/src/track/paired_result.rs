@@ -5,10 +5,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::collect_cost::CollectCost;
+use super::format::format_percent;
 use super::host_cpu::PhaseCpu;
 use super::paired_run::{PairedMeasurement, PhaseMops};
 use super::phase_schedule::{BLOCK_PHASES, PhaseSchedule};
-use super::result::{CollectCost, format_percent};
 use super::settings::{TrackSettings, Variant};
 use crate::stats::{mean, mean_margin_95, ratio, relative_spread};
 use crate::table::{Align, RowWidthError, Table};

@@ -2,11 +2,11 @@
 //! the measured runs, the issue-4 slowdown target checked against them,
 //! and the tables printed and written as markdown.
 
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
 
-use super::guest::{Collects, RunMeasurement};
+use super::collect_cost::CollectCost;
+use super::format::{format_guest, format_interval, format_percent, format_us};
+use super::guest::RunMeasurement;
 use super::heat::HeatSizeResult;
 use super::paired_result::{PairedResult, format_slowdown, paired_cpu_table, paired_table};
 use super::settings::{TARGET_MAX_SLOWDOWN, TrackSettings, Variant};
@@ -73,30 +73,6 @@ pub struct Throughput {
     pub spread: f64,
     /// Every run, in repetition order.
     pub samples_mops: Vec<f64>,
-}
-
-/// What a tracker's `collect()` calls cost the host, over every call of
-/// every repetition.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CollectCost {
-    /// Calls timed.
-    pub calls: usize,
-    /// Median thread CPU time of one call (one interval), µs.
-    pub cpu_us_per_interval: f64,
-    /// Mean thread CPU time of one call, µs (the first call of a run may
-    /// harvest everything written since boot).
-    pub cpu_us_mean: f64,
-    /// Longest thread CPU time of one call, µs.
-    pub cpu_us_max: f64,
-    /// Median CPU time per interval and GiB of guest RAM, µs.
-    pub cpu_us_per_interval_per_gib: f64,
-    /// Median wall time of one call, µs.
-    pub wall_us_per_interval: f64,
-    /// Mean CPU time of a call over the interval: the share of one host
-    /// core the tracker keeps busy.
-    pub core_share: f64,
-    /// Mean pages reported written per interval.
-    pub dirty_pages_per_interval: f64,
 }
 
 /// The issue-4 target judged against the paired runs.
@@ -179,45 +155,6 @@ impl Throughput {
             max_mops: samples.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             spread: relative_spread(samples).unwrap_or(0.0),
             samples_mops: samples.to_vec(),
-        })
-    }
-}
-
-fn micros(d: &Duration) -> f64 {
-    d.as_secs_f64() * 1e6
-}
-
-impl CollectCost {
-    /// Summarizes the `collect()` calls of several runs, made every
-    /// `interval_ms`; `None` when no call was made.
-    pub fn of<'a>(
-        runs: impl IntoIterator<Item = &'a Collects>,
-        interval_ms: u64,
-        settings: &TrackSettings,
-    ) -> Option<Self> {
-        let collects: Vec<&Collects> = runs.into_iter().collect();
-        let cpu: Vec<f64> = collects
-            .iter()
-            .flat_map(|c| c.cpu.iter().map(micros))
-            .collect();
-        let wall: Vec<f64> = collects
-            .iter()
-            .flat_map(|c| c.wall.iter().map(micros))
-            .collect();
-        let calls = cpu.len();
-        let per_interval = median(&cpu)?;
-        let mean = cpu.iter().sum::<f64>() / calls as f64;
-        let dirty: u64 = collects.iter().map(|c| c.dirty_pages).sum();
-        let interval_us = interval_ms as f64 * 1e3;
-        Some(Self {
-            calls,
-            cpu_us_per_interval: per_interval,
-            cpu_us_mean: mean,
-            cpu_us_max: cpu.iter().copied().fold(0.0, f64::max),
-            cpu_us_per_interval_per_gib: per_interval / settings.guest_gib(),
-            wall_us_per_interval: median(&wall)?,
-            core_share: mean / interval_us,
-            dirty_pages_per_interval: dirty as f64 / calls as f64,
         })
     }
 }
@@ -610,54 +547,6 @@ impl TrackResult {
     }
 }
 
-/// `200 ms`, or `—` for the baseline.
-pub fn format_interval(interval_ms: Option<u64>) -> String {
-    interval_ms.map_or_else(|| "—".to_owned(), |ms| format!("{ms} ms"))
-}
-
-/// `1.2%`, `-0.4%`, or `—`; a share that rounds to zero is `0.0%`,
-/// whatever its sign.
-pub fn format_percent(share: Option<f64>) -> String {
-    share.map_or_else(
-        || "—".to_owned(),
-        |s| {
-            let text = format!("{:.1}%", s * 100.0);
-            if text == "-0.0%" {
-                "0.0%".to_owned()
-            } else {
-                text
-            }
-        },
-    )
-}
-
-/// Microseconds with three significant digits: `0.73 µs`, `41.2 µs`,
-/// `812 µs`, `1.96 ms`, `12.3 ms`.
-pub fn format_us(us: f64) -> String {
-    if !us.is_finite() {
-        return "—".to_owned();
-    }
-    let (value, unit) = if us < 1e3 {
-        (us, "µs")
-    } else {
-        (us / 1e3, "ms")
-    };
-    let decimals = if value < 10.0 {
-        2
-    } else if value < 100.0 {
-        1
-    } else {
-        0
-    };
-    format!("{value:.decimals$} {unit}")
-}
-
-/// Guest RAM, with TiB for the largest heat-model size (guest-memory's
-/// format, which `format_size` prints, has the unit).
-pub fn format_guest(bytes: u64) -> String {
-    format_size(bytes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::trackers::NONE;
@@ -748,18 +637,5 @@ mod tests {
         assert_eq!(tables[4].rows()[2][0], "1 TiB");
         assert_eq!(tables[2].rows()[0][7], "(baseline)");
         assert_eq!(tables[2].rows()[1][2], "200 ms");
-    }
-
-    #[test]
-    fn formats() {
-        assert_eq!(format_us(0.734), "0.73 µs");
-        assert_eq!(format_us(41.23), "41.2 µs");
-        assert_eq!(format_us(812.4), "812 µs");
-        assert_eq!(format_us(1960.0), "1.96 ms");
-        assert_eq!(format_us(f64::NAN), "—");
-        assert_eq!(format_percent(Some(-0.004)), "-0.4%");
-        assert_eq!(format_percent(Some(-1e-17)), "0.0%");
-        assert_eq!(format_guest(64 << 30), "64 GiB");
-        assert_eq!(format_guest(1 << 40), "1 TiB");
     }
 }

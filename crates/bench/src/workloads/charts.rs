@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::chart_names::{hit_chart_name, migration_chart_name, tier_map_name};
 use super::result::{RunResult, WorkloadsResult};
 use super::settings::Config;
 use super::tier_map::{TierMap, share as level_share};
@@ -26,42 +27,6 @@ const CONFIGS: [Rgb; 5] = [
     Rgb(31, 119, 180),
     Rgb(148, 103, 189),
 ];
-
-/// The file name of the DRAM-hit chart of `workload` at `share`.
-pub fn hit_chart_name(workload: &str, share: f64) -> String {
-    format!(
-        "workloads-hit-{workload}-dram{}.svg",
-        format_share(share).trim_end_matches('%')
-    )
-}
-
-/// The file name of the migration-rate chart of `workload` at `share`.
-pub fn migration_chart_name(workload: &str, share: f64) -> String {
-    format!(
-        "workloads-migration-{workload}-dram{}.svg",
-        format_share(share).trim_end_matches('%')
-    )
-}
-
-/// The file name of the tier map of `workload` under `config` at `share`.
-pub fn tier_map_name(workload: &str, share: f64, config: Config) -> String {
-    format!(
-        "workloads-tiers-{workload}-dram{}-{}.svg",
-        format_share(share).trim_end_matches('%'),
-        config.name()
-    )
-}
-
-/// What each kind of chart shows and its file names, for the summary.
-pub fn chart_kinds() -> Vec<String> {
-    vec![
-        "DRAM-hit over time against the oracle, workloads-hit-WORKLOAD-dramSHARE.svg".to_owned(),
-        "engine migration rate over time, workloads-migration-WORKLOAD-dramSHARE.svg".to_owned(),
-        "every guest frame's tier over time (blue fast, orange slow, blended where a cell \
-         groups frames or samples), workloads-tiers-WORKLOAD-dramSHARE-CONFIG.svg"
-            .to_owned(),
-    ]
-}
 
 /// Writes every chart of every workload at every share into `dir`
 /// (which must exist): the DRAM-hit chart, the migration-rate chart when

@@ -14,6 +14,7 @@
 //! in its own VM with its own DRAM share (and engine).
 
 mod analysis;
+mod chart_names;
 mod charts;
 mod host_tiers;
 mod result;
@@ -28,10 +29,8 @@ use crate::progress;
 use crate::suite_common::{AnalysisError, CaseError, RunError, run_case, run_spec};
 
 pub use analysis::analyze;
-pub use charts::{
-    chart_kinds, hit_chart, hit_chart_name, migration_chart, migration_chart_name, tier_map_chart,
-    tier_map_name, write_svgs,
-};
+pub use chart_names::{chart_kinds, hit_chart_name, migration_chart_name, tier_map_name};
+pub use charts::{hit_chart, migration_chart, tier_map_chart, write_svgs};
 pub use host_tiers::HostTiers;
 pub use result::{HitPoint, ModeledCost, PhaseResult, RunResult, WorkloadsResult};
 pub use settings::{Config, RunCase, SettingsError, WorkloadsSettings};

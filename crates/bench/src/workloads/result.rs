@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::charts::chart_kinds;
+use super::chart_names::chart_kinds;
 use super::settings::{Config, RunCase, WorkloadsSettings};
 use super::tier_map::TierMap;
 use crate::model::Demand;

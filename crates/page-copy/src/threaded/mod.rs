@@ -3,128 +3,35 @@
 //! so even a single 2 MiB frame is copied by all of them.
 
 mod affinity;
+mod config;
 mod job;
+mod pool_error;
 mod worker;
 
 #[cfg(test)]
 mod tests;
 
 use std::fmt;
-use std::io;
-use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread;
 use std::time::{Duration, Instant};
-
-use thiserror::Error;
 
 use crate::copy_engine::CopyEngine;
 use crate::error::CopyError;
-use crate::mode::CopyMode;
 use crate::plan::Plan;
 use crate::range::{CopyRange, validate};
 use crate::stats::CopyStats;
 
+pub use config::{DEFAULT_CHUNK_SIZE, MIN_CHUNK_SIZE, ThreadedConfig, default_workers};
+pub use pool_error::PoolError;
+
 use job::{Job, lock};
 use worker::{Shared, Worker};
-
-/// Default chunk size: 256 KiB, eight chunks per 2 MiB frame.
-pub const DEFAULT_CHUNK_SIZE: usize = 256 * 1024;
-
-/// Smallest accepted chunk size (one base page).
-pub const MIN_CHUNK_SIZE: usize = 4096;
 
 /// Longest a caller held by [`ThreadedCopy::hold_caller_for_workers`]
 /// waits for the pool: far beyond any wake-up, short enough that a pool
 /// that never joins fails its test instead of hanging it.
 pub const HOLD_LIMIT: Duration = Duration::from_secs(60);
-
-/// Why a worker pool could not be built.
-#[derive(Debug, Error)]
-pub enum PoolError {
-    /// `workers` was 0.
-    #[error("worker count must be at least 1")]
-    ZeroWorkers,
-    /// The chunk size is below `MIN_CHUNK_SIZE`.
-    #[error("chunk size {0} is below the {MIN_CHUNK_SIZE}-byte minimum")]
-    ChunkTooSmall(usize),
-    /// The OS refused a new thread.
-    #[error("spawn copy worker {index}")]
-    Spawn {
-        /// Participant index of the thread.
-        index: usize,
-        /// The error from `std::thread::Builder::spawn`.
-        #[source]
-        source: io::Error,
-    },
-    /// `sched_setaffinity` failed.
-    #[error("pin copy worker {index} to cpu {cpu}")]
-    Pin {
-        /// Participant index of the thread.
-        index: usize,
-        /// The CPU it was to run on.
-        cpu: usize,
-        /// The error from `sched_setaffinity`.
-        #[source]
-        source: io::Error,
-    },
-    /// `sched_getaffinity` failed.
-    #[error("read cpu affinity")]
-    Affinity {
-        /// The error from `sched_getaffinity`.
-        #[source]
-        source: io::Error,
-    },
-    /// A thread exited before reporting that it started.
-    #[error("copy worker {index} exited during startup")]
-    StartupLost {
-        /// Participant index of the thread.
-        index: usize,
-    },
-}
-
-/// How a `ThreadedCopy` is built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ThreadedConfig {
-    /// Threads that copy, the calling thread included: the pool starts
-    /// `workers - 1` threads. 1 means the caller copies alone.
-    pub workers: usize,
-    /// Pin pool thread `i` (1-based) to the `i % n`-th CPU this process
-    /// may use (`sched_setaffinity`); the caller is left alone.
-    pub pin: bool,
-    /// Bytes per chunk (>= `MIN_CHUNK_SIZE`).
-    pub chunk_size: usize,
-    /// How each chunk is copied.
-    pub mode: CopyMode,
-}
-
-impl ThreadedConfig {
-    /// The default configuration with `workers` threads.
-    pub fn with_workers(workers: usize) -> Self {
-        Self {
-            workers,
-            ..Self::default()
-        }
-    }
-}
-
-impl Default for ThreadedConfig {
-    /// `default_workers()` threads, unpinned, 256 KiB chunks, default mode.
-    fn default() -> Self {
-        Self {
-            workers: default_workers(),
-            pin: false,
-            chunk_size: DEFAULT_CHUNK_SIZE,
-            mode: CopyMode::default(),
-        }
-    }
-}
-
-/// `std::thread::available_parallelism`, or 1 when it cannot be read.
-pub fn default_workers() -> usize {
-    thread::available_parallelism().map_or(1, NonZeroUsize::get)
-}
 
 /// Multi-threaded copy engine over a persistent thread pool.
 ///

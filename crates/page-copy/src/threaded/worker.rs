@@ -5,9 +5,9 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 
-use super::PoolError;
 use super::affinity;
 use super::job::{Job, lock};
+use super::pool_error::PoolError;
 
 /// What the caller hands the pool threads.
 #[derive(Debug, Default)]
