@@ -10,9 +10,10 @@ use crate::ground_truth::GroundTruthArea;
 use crate::message::MessageBuf;
 use crate::number::ByteSize;
 use crate::platform::{GuestMemory, Platform};
-use crate::run::{Region, Vcpu, run_vcpu};
+use crate::run::run_vcpu;
 use crate::run_error::{EXIT_OK, RunError};
 use crate::spec::Spec;
+use crate::workload::{Region, Vcpu};
 
 /// Runs the workload named by the boot info's argument string on this
 /// vCPU (entry registers `vcpu`, `vcpus`, `boot_info_gpa`), logs any error,

@@ -7,8 +7,6 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use guest_abi::{AccessRange, MAX_GROUND_TRUTH_RANGES};
 
-use crate::layout::CHUNK_BYTES;
-
 /// Words per encoded [`AccessRange`] (gpa, len, weight bits, write bits).
 const RANGE_WORDS: usize = AccessRange::SIZE / 8;
 
@@ -66,6 +64,9 @@ impl<'m> GroundTruthArea<'m> {
         );
     }
 }
+
+/// Ground-truth chunk and hot-set alignment: the VMM's frame size.
+pub const CHUNK_BYTES: u64 = 2 << 20;
 
 /// The buffer cut into chunks of 2 MiB, or of a larger power of two when
 /// that would give more than [`MAX_GROUND_TRUTH_RANGES`] chunks; the last

@@ -5,15 +5,13 @@
 
 use core::fmt::Write;
 
-use crate::ground_truth::ChunkGrid;
+use crate::ground_truth::{CHUNK_BYTES, ChunkGrid};
 use crate::number::SizeArg;
 use crate::parse_error::{ParseError, Snippet};
 use crate::spec::{HotsetParams, PmbenchParams, Spec, StreamOp, Workload, ZipfParams};
 
 /// Page size: buffer sizes and hot subsets are multiples of it.
 pub const PAGE_BYTES: u64 = 4096;
-/// Ground-truth chunk and hot-set alignment: the VMM's frame size.
-pub const CHUNK_BYTES: u64 = 2 << 20;
 
 /// Where a workload's memory goes in the first free range: the buffer at
 /// the range's start, the ground-truth area right after it.

@@ -33,9 +33,11 @@ mod run_error;
 mod spec;
 #[cfg(test)]
 mod test_support;
+mod workload;
 
 pub use entry::guest_main;
-pub use layout::{CHUNK_BYTES, Layout, PAGE_BYTES};
+pub use ground_truth::CHUNK_BYTES;
+pub use layout::{Layout, PAGE_BYTES};
 pub use memcheck_image::{ImageCheck, check_memcheck_image};
 pub use message::MessageBuf;
 pub use meter::{FALLBACK_OPS_PER_SECOND, PROGRESS_INTERVAL_NS};

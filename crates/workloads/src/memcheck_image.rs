@@ -6,8 +6,8 @@
 use guest_abi::GpaRange;
 
 use crate::kinds::Memcheck;
-use crate::run::Vcpu;
 use crate::spec::{Spec, Workload};
+use crate::workload::Vcpu;
 
 /// Largest final round searched for (memcheck runs far fewer).
 const MAX_ROUND: u64 = 1 << 24;

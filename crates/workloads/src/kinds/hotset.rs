@@ -17,8 +17,8 @@ use crate::layout::HotsetPlan;
 use crate::meter::PhaseMeter;
 use crate::platform::Platform;
 use crate::rng::{Chance, Rng, mix};
-use crate::run::{RANDOM_BATCH, Region, SEQUENTIAL_BATCH, Vcpu, WORDS_PER_PAGE, Workload};
 use crate::run_error::RunError;
+use crate::workload::{RANDOM_BATCH, Region, SEQUENTIAL_BATCH, Vcpu, WORDS_PER_PAGE, Workload};
 
 /// Salt that keeps hot-set placement independent of other seeded choices.
 const PLACEMENT_SALT: u64 = 0x686f_7473_6574;

@@ -9,8 +9,8 @@ use guest_abi::{AccessRange, Op};
 use crate::ground_truth::GroundTruthArea;
 use crate::meter::PhaseMeter;
 use crate::platform::{Platform, send};
-use crate::run::{Region, Workload};
 use crate::run_error::RunError;
+use crate::workload::{Region, Workload};
 
 /// Microseconds per `Idle` call: a stop request is seen within about this.
 pub(crate) const IDLE_SLICE_MICROS: u64 = 5_000;

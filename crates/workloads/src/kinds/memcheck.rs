@@ -13,8 +13,8 @@ use crate::ground_truth::GroundTruthArea;
 use crate::meter::PhaseMeter;
 use crate::platform::Platform;
 use crate::rng::mix;
-use crate::run::{Region, SEQUENTIAL_BATCH, Vcpu, Workload};
 use crate::run_error::RunError;
+use crate::workload::{Region, SEQUENTIAL_BATCH, Vcpu, Workload};
 
 /// The memcheck workload on one vCPU.
 #[derive(Debug)]

@@ -12,8 +12,8 @@ use crate::layout::{PAGE_BYTES, PmbenchPlan};
 use crate::meter::PhaseMeter;
 use crate::platform::Platform;
 use crate::rng::{Chance, Rng, mix};
-use crate::run::{RANDOM_BATCH, Region, Vcpu, Workload};
 use crate::run_error::RunError;
+use crate::workload::{RANDOM_BATCH, Region, Vcpu, Workload};
 
 /// Salt that keeps the center placement independent of other seeded choices.
 const CENTER_SALT: u64 = 0x706d_6265_6e63;

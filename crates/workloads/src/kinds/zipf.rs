@@ -14,8 +14,8 @@ use crate::layout::ZipfPlan;
 use crate::meter::PhaseMeter;
 use crate::platform::Platform;
 use crate::rng::{Chance, Rng, mix};
-use crate::run::{RANDOM_BATCH, Region, Vcpu, Workload};
 use crate::run_error::RunError;
+use crate::workload::{RANDOM_BATCH, Region, Vcpu, Workload};
 
 /// Salt that keeps the scatter key independent of other seeded choices.
 const SCATTER_SALT: u64 = 0x7a69_7066;
