@@ -87,6 +87,10 @@ stage "cargo fmt --check" cargo fmt --all -- --check
 stage "cargo clippy (warnings are errors)" \
     cargo clippy --workspace --all-targets --locked -- -D warnings
 
+# No file imports a file that imports it back (docs/architecture.md).
+stage "no file-level import loops" \
+    python3 scripts/import-loops.py vmm api tiering crates/*/
+
 # The Linux boot tests boot the Debian cloud kernel: its bzImage, and the
 # vmlinux ELF inside it, which boots through its PVH entry without the
 # in-guest decompressor (slow here: guest CPL0 code is emulated).
