@@ -35,7 +35,7 @@ use crate::vcpu_control::{VcpuControl, VcpuThreads};
 pub use crate::vm_error::VmError;
 use crate::vm_error::kvm_err;
 use crate::vm_linux::{self, LinuxDevices};
-pub use crate::vm_tiering::engine::EngineStart;
+pub use crate::vm_tiering::engine_lifecycle::EngineStart;
 use crate::vm_tiering::migration::MigrationConfig;
 use crate::vm_tiering::write_stop::VcpuWriteStop;
 use crate::vm_tiering::{TieringParts, TieringPlan, TieringRequest, VmTiering};

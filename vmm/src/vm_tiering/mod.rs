@@ -10,7 +10,7 @@
 //! image is written (the guard write-protects guest memory, the engine
 //! may start moving frames).
 
-pub mod engine;
+pub mod engine_lifecycle;
 mod memslots;
 pub mod migration;
 pub mod trackers;
@@ -28,7 +28,7 @@ use guest_memory::{BackendKind, Migrator, TieredMemory};
 use tiering::{Engine, EngineError, TieringPolicy};
 
 use crate::vm_error::VmError;
-use engine::{EngineStart, PendingParts, VmEngine};
+use engine_lifecycle::{EngineStart, PendingParts, VmEngine};
 use migration::{MigrationConfig, MigrationError, MigratorKind};
 use trackers::VmTrackers;
 
