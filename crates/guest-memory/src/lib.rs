@@ -29,6 +29,7 @@ mod gpa_range;
 mod guest_ranges;
 mod host;
 mod host_tiers;
+mod ids;
 mod initial_placement;
 pub mod layout;
 mod ledger;
@@ -63,6 +64,7 @@ pub use host::{
     DaxGeometry, HUGEPAGE_SIZE, HostError, available_hugepages, dax_geometry, numa_node_exists,
 };
 pub use host_tiers::{HostTiersError, memory_nodes_fastest_first};
+pub use ids::{FrameId, TierId};
 pub use initial_placement::{Placement, PlacementParseError};
 pub use layout::{HIGH_RAM_START, MMIO_HOLE_START, ram_regions};
 pub use ledger::LedgerError;

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 
+use guest_memory::TierId;
 use guest_memory::{Move, Placement};
 
 use super::batch::{BatchError, Picker, flip, run_batch};
@@ -206,7 +207,7 @@ fn swaps(
         let mut slow = Vec::new();
         for frame in picker.pick(4 * want) {
             let m = flip(driving.memory, frame)?;
-            if m.to_tier == 1 {
+            if m.to_tier == TierId(1) {
                 fast.push(m);
             } else {
                 slow.push(m);
