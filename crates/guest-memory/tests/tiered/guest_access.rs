@@ -5,6 +5,7 @@ use guest_memory::{FrameId, TierId};
 use guest_memory::{GIB, Placement, TieredMemory};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend};
 
+use crate::common::at;
 use crate::common::{MIB, config, memfd, read_host_u64, write_host_u64};
 
 /// Writes a distinct value at several offsets of every frame through
@@ -143,13 +144,7 @@ fn guest_above_4g_skips_the_mmio_hole() {
     );
     // Low RAM filled dram exactly; high RAM sits on pmem from slot 0.
     assert_eq!(mem.location(FrameId(1535)).unwrap().tier, TierId(0));
-    assert_eq!(
-        mem.location(FrameId(1536)).unwrap(),
-        guest_memory::Location {
-            tier: TierId(1),
-            slot: 0
-        }
-    );
+    assert_eq!(mem.location(FrameId(1536)).unwrap(), at(1, 0));
     assert_writes_land_in_placed_slots(&mem, [0, 1535, 1536, 2559].into_iter());
     mem.verify_backing().unwrap();
 }

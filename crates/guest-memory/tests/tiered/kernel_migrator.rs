@@ -9,10 +9,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use guest_memory::migrate::{Batch, KernelMigrator, Migrator, Move, MoveStep, Step, StepError};
 use guest_memory::{FrameId, TierId};
-use guest_memory::{Location, Placement, TieredMemory};
+use guest_memory::{Placement, TieredMemory};
 use vm_memory::{Bytes, GuestAddress};
 
 use crate::common::MIB;
+use crate::common::at;
 use crate::common::policy_at;
 use crate::shared_numa::{file_id, shared};
 
@@ -89,13 +90,7 @@ fn a_frame_moves_to_the_other_tier_and_back_with_its_data() {
     );
     assert_eq!((pages.not_present, pages.failed), (502, 0));
     assert_eq!(report.bytes, 0);
-    assert_eq!(
-        mem.location(FrameId(0)),
-        Some(Location {
-            tier: TierId(1),
-            slot: 0
-        })
-    );
+    assert_eq!(mem.location(FrameId(0)), Some(at(1, 0)));
     assert_eq!(used(mem), vec![1, 3]);
     assert_eq!(
         (mem.reserved_slots(TierId(0)), mem.reserved_slots(TierId(1))),
@@ -110,13 +105,7 @@ fn a_frame_moves_to_the_other_tier_and_back_with_its_data() {
     let (out, _) = k.migrate_pages(&paired(&k, &[mv(0, 0)]));
     let report = &out.report;
     assert_eq!(report.moved, 1, "{out:?}");
-    assert_eq!(
-        mem.location(FrameId(0)),
-        Some(Location {
-            tier: TierId(0),
-            slot: 0
-        })
-    );
+    assert_eq!(mem.location(FrameId(0)), Some(at(0, 0)));
     assert_eq!(used(mem), vec![2, 2]);
     check(mem, 0, 10);
 }
@@ -237,20 +226,8 @@ fn full_tiers_exchange_frames_in_one_batch() {
         (2, 2, 0),
         "{out:?}"
     );
-    assert_eq!(
-        mem.location(FrameId(2)),
-        Some(Location {
-            tier: TierId(0),
-            slot: 2
-        })
-    );
-    assert_eq!(
-        mem.location(FrameId(0)),
-        Some(Location {
-            tier: TierId(1),
-            slot: 0
-        })
-    );
+    assert_eq!(mem.location(FrameId(2)), Some(at(0, 2)));
+    assert_eq!(mem.location(FrameId(0)), Some(at(1, 0)));
     assert_eq!(used(mem), vec![2, 2]);
     assert_eq!(
         (mem.reserved_slots(TierId(0)), mem.reserved_slots(TierId(1))),

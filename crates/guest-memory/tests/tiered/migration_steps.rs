@@ -8,6 +8,7 @@ use guest_memory::{Error, LedgerError, Location, MemoryConfig, TieredMemory};
 use guest_memory::{FrameId, TierId};
 use vm_memory::{Bytes, GuestAddress};
 
+use crate::common::at;
 use crate::common::{MIB, memfd, read_host_u64};
 
 fn memory() -> TieredMemory {
@@ -131,16 +132,7 @@ fn refusals_leave_everything_unchanged() {
     let before = mem.placement();
     let from = mem.location(FrameId(0)).unwrap();
     // Destination never reserved.
-    let err = mem
-        .commit_move(
-            FrameId(0),
-            from,
-            Location {
-                tier: TierId(1),
-                slot: 0,
-            },
-        )
-        .unwrap_err();
+    let err = mem.commit_move(FrameId(0), from, at(1, 0)).unwrap_err();
     assert!(
         matches!(
             err,
@@ -165,16 +157,7 @@ fn refusals_leave_everything_unchanged() {
     );
     // A wrong idea of where the frame is.
     let to = mem.reserve_slot(TierId(1)).unwrap();
-    let err = mem
-        .commit_move(
-            FrameId(0),
-            Location {
-                tier: TierId(0),
-                slot: 3,
-            },
-            to,
-        )
-        .unwrap_err();
+    let err = mem.commit_move(FrameId(0), at(0, 3), to).unwrap_err();
     assert!(
         matches!(err, Error::Ledger(LedgerError::Placement(_))),
         "{err:?}"
@@ -198,14 +181,7 @@ fn refusals_leave_everything_unchanged() {
         Err(Error::NotARun { first: 3, count: 2 })
     ));
     assert!(matches!(
-        mem.map_frames(
-            FrameId(0),
-            1,
-            Location {
-                tier: TierId(1),
-                slot: 4
-            }
-        ),
+        mem.map_frames(FrameId(0), 1, at(1, 4)),
         Err(Error::SlotsOutOfRange {
             slot: 4,
             count: 1,
@@ -213,14 +189,7 @@ fn refusals_leave_everything_unchanged() {
         })
     ));
     assert!(matches!(
-        mem.map_frames(
-            FrameId(0),
-            1,
-            Location {
-                tier: TierId(2),
-                slot: 0
-            }
-        ),
+        mem.map_frames(FrameId(0), 1, at(2, 0)),
         Err(Error::NoSuchTier(TierId(2)))
     ));
     assert_eq!(mem.placement(), before);

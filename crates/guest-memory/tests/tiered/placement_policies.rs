@@ -1,8 +1,9 @@
 //! Initial placement policies on real memfd tiers.
 
 use guest_memory::{FrameId, TierId};
-use guest_memory::{Location, Placement, TierUsage, TieredMemory};
+use guest_memory::{Placement, TierUsage, TieredMemory};
 
+use crate::common::at;
 use crate::common::{MIB, config, memfd};
 
 fn build(size: u64, tiers: &[(&str, &str)], placement: Placement) -> TieredMemory {
@@ -85,20 +86,8 @@ fn interleave_alternates_and_skips_full_tiers() {
     let tiers: Vec<usize> = locations(&mem).iter().map(|(t, _)| *t).collect();
     assert_eq!(tiers, vec![0, 1, 0, 1, 0, 1, 0, 1, 1, 1]);
     // Slots ascend per tier in frame order.
-    assert_eq!(
-        mem.location(FrameId(8)),
-        Some(Location {
-            tier: TierId(1),
-            slot: 4
-        })
-    );
-    assert_eq!(
-        mem.location(FrameId(6)),
-        Some(Location {
-            tier: TierId(0),
-            slot: 3
-        })
-    );
+    assert_eq!(mem.location(FrameId(8)), Some(at(1, 4)));
+    assert_eq!(mem.location(FrameId(6)), Some(at(0, 3)));
     assert_eq!(
         usage(&mem),
         vec![("fast".into(), 4, 4), ("slow".into(), 8, 6)]

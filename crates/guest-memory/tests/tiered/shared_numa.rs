@@ -12,6 +12,7 @@ use guest_memory::{
 use guest_memory::{FrameId, TierId};
 use vm_memory::{Bytes, GuestAddress};
 
+use crate::common::at;
 use crate::common::{GIB, MIB, config_error, memfd, policy_at, read_host_u64};
 
 /// A memfd tier on `node`.
@@ -113,27 +114,7 @@ fn all_tiers_share_one_memfd_and_frames_keep_their_own_slot() {
     assert_eq!((fast.slot_count(), slow.slot_count()), (4, 4));
     assert_eq!((fast.capacity_frames(), slow.capacity_frames()), (2, 4));
     let locations: Vec<Location> = (0..4).map(|f| mem.location(FrameId(f)).unwrap()).collect();
-    assert_eq!(
-        locations,
-        vec![
-            Location {
-                tier: TierId(0),
-                slot: 0
-            },
-            Location {
-                tier: TierId(1),
-                slot: 1
-            },
-            Location {
-                tier: TierId(0),
-                slot: 2
-            },
-            Location {
-                tier: TierId(1),
-                slot: 3
-            },
-        ]
-    );
+    assert_eq!(locations, vec![at(0, 0), at(1, 1), at(0, 2), at(1, 3),]);
     let usage: Vec<(usize, usize)> = mem
         .tier_usage()
         .iter()
@@ -191,14 +172,7 @@ fn slot_operations_that_would_break_slot_equals_frame_are_refused() {
         Err(Error::Ledger(LedgerError::FixedSlots))
     ));
     assert!(matches!(
-        mem.map_frames(
-            FrameId(0),
-            1,
-            Location {
-                tier: TierId(1),
-                slot: 3
-            }
-        ),
+        mem.map_frames(FrameId(0), 1, at(1, 3)),
         Err(Error::Ledger(LedgerError::FixedSlots))
     ));
     assert!(matches!(
@@ -206,30 +180,11 @@ fn slot_operations_that_would_break_slot_equals_frame_are_refused() {
         Err(BackendError::SharedSlot(3))
     ));
     assert!(matches!(
-        mem.commit_exchange(
-            FrameId(0),
-            Location {
-                tier: TierId(0),
-                slot: 0
-            },
-            FrameId(2),
-            Location {
-                tier: TierId(1),
-                slot: 2
-            }
-        ),
+        mem.commit_exchange(FrameId(0), at(0, 0), FrameId(2), at(1, 2)),
         Err(Error::Ledger(LedgerError::FixedSlots))
     ));
     // Mapping a frame's own slot again is harmless and allowed.
-    mem.map_frames(
-        FrameId(2),
-        2,
-        Location {
-            tier: TierId(1),
-            slot: 2,
-        },
-    )
-    .unwrap();
+    mem.map_frames(FrameId(2), 2, at(1, 2)).unwrap();
     assert_eq!(mem.placement(), before);
     mem.verify_backing().unwrap();
 }
@@ -242,13 +197,7 @@ fn frames_above_the_mmio_hole_sit_at_their_index_in_the_memfd() {
     let mem = shared(size, "2G", "2G", Placement::FastFirst);
     let last = mem.frame_count() - 1;
     assert_eq!(mem.frames().gpa(FrameId(last)), Some(4 * GIB + 2 * MIB));
-    assert_eq!(
-        mem.location(FrameId(last)),
-        Some(Location {
-            tier: TierId(1),
-            slot: last
-        })
-    );
+    assert_eq!(mem.location(FrameId(last)), Some(at(1, last)));
     mem.guest_memory()
         .write_obj(0x77u64, GuestAddress(4 * GIB + 2 * MIB))
         .unwrap();

@@ -1,8 +1,9 @@
 //! `verify_backing` passes on correct memory and catches wrong mappings.
 
-use guest_memory::{Error, Location, MemoryConfig, TieredMemory, VerifyError};
+use guest_memory::{Error, MemoryConfig, TieredMemory, VerifyError};
 use guest_memory::{FrameId, TierId};
 
+use crate::common::at;
 use crate::common::{MIB, memfd};
 
 fn two_tier_memory() -> TieredMemory {
@@ -43,30 +44,14 @@ fn detects_a_frame_mapped_from_the_wrong_tier() {
     let msg = mem.verify_backing().unwrap_err().to_string();
     assert!(msg.starts_with("frame 2 (gpa 0x400000)"), "{msg}");
     // Putting the right slot back makes it pass again.
-    mem.map_frames(
-        FrameId(2),
-        1,
-        Location {
-            tier: TierId(0),
-            slot: 2,
-        },
-    )
-    .unwrap();
+    mem.map_frames(FrameId(2), 1, at(0, 2)).unwrap();
     mem.verify_backing().unwrap();
 }
 
 #[test]
 fn detects_a_frame_mapped_from_the_wrong_slot() {
     let mem = two_tier_memory();
-    mem.map_frames(
-        FrameId(5),
-        1,
-        Location {
-            tier: TierId(1),
-            slot: 3,
-        },
-    )
-    .unwrap();
+    mem.map_frames(FrameId(5), 1, at(1, 3)).unwrap();
     assert_eq!(
         mismatch(&mem),
         (5, "tier 'slow' slot 1".into(), "tier 'slow' slot 3".into())
