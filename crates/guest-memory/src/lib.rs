@@ -5,6 +5,7 @@
 //! into a host-virtual range that never moves (KVM memslots are static).
 //! The placement map (frame → tier, slot) is the single source of truth.
 //!
+//! * [`FrameId`] / [`TierId`] — how other crates name a frame and a tier;
 //! * [`TierSpec`] / [`Placement`] — configuration as the operator writes it;
 //! * [`TieredMemory`] — builds and owns everything: [`TierBackend`]s with their
 //!   fds and view mappings, the [`FrameTable`], the placement map and slot
