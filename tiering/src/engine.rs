@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use access_track::AccessTracker;
-use guest_memory::{GpaRange, Migrator, TieredMemory};
+use guest_memory::{GpaRange, Migrator, TierId, TieredMemory};
 
 use crate::engine_error::{EngineError, MAX_DEADLINE_MS, TrackerSourceError};
 use crate::engine_loop::{Command, EngineLoop};
@@ -209,10 +209,11 @@ impl Drop for Engine {
 fn limits(memory: &TieredMemory, trackers: &dyn TrackerSource) -> PolicyLimits {
     PolicyLimits {
         frame_size: memory.frame_size(),
-        fast_capacity: memory.with_placement(|m| m.slot_count(0)) as u64 * memory.frame_size(),
+        fast_capacity: memory.with_placement(|m| m.slot_count(TierId::FAST)) as u64
+            * memory.frame_size(),
         slow_capacity: memory.with_placement(|m| {
             (1..memory.tiers().len())
-                .map(|t| m.slot_count(t) as u64)
+                .map(|t| m.slot_count(TierId(t)) as u64)
                 .sum::<u64>()
         }) * memory.frame_size(),
         ram: memory
@@ -234,7 +235,10 @@ fn check(
     policy.validate(limits)?;
     let pinned = crate::engine_loop::pinned_frames(memory, &policy.pinned);
     let pinned_fast = memory.with_placement(|m| {
-        m.frames_on(0).filter(|&f| pinned[f]).count() as u64 * memory.frame_size()
+        m.frames_on(TierId::FAST)
+            .filter(|f| pinned[f.index()])
+            .count() as u64
+            * memory.frame_size()
     });
     if pinned_fast > policy.fast_quota.max_bytes {
         return Err(PolicyError::QuotaBelowPinned {

@@ -7,7 +7,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use access_track::AccessTracker;
-use guest_memory::{Batch, BatchOutcome, Migrator, TieredMemory};
+use guest_memory::{Batch, BatchOutcome, FrameId, Migrator, TierId, TieredMemory};
 
 use crate::engine_error::EngineError;
 use crate::error_chain::error_chain;
@@ -44,7 +44,7 @@ pub(crate) fn pinned_frames(memory: &TieredMemory, pins: &[PinnedRange]) -> Vec<
     let size = memory.frame_size();
     (0..memory.frame_count())
         .map(|f| {
-            table.gpa(f).is_some_and(|g| {
+            table.gpa(FrameId(f)).is_some_and(|g| {
                 pins.iter()
                     .any(|p| p.gpa < g.saturating_add(size) && g < p.gpa.saturating_add(p.len))
             })
@@ -94,7 +94,7 @@ impl EngineLoop {
             pinned: pinned_frames(&memory, &policy.pinned),
             last_moved: vec![0; memory.frame_count()],
             gpas: (0..memory.frame_count())
-                .map(|f| memory.frames().gpa(f).unwrap_or(0))
+                .map(|f| memory.frames().gpa(FrameId(f)).unwrap_or(0))
                 .collect(),
             stats: EngineStats {
                 tracker: tracker.name().to_owned(),
@@ -167,7 +167,7 @@ impl EngineLoop {
         self.pinned = pinned_frames(&self.memory, &policy.pinned);
         self.stats.fast_quota = Some(policy.fast_quota);
         if let Some(deadline) = rebalance {
-            let fast = self.memory.with_placement(|m| m.used_frames(0));
+            let fast = self.memory.with_placement(|m| m.used_frames(TierId::FAST));
             self.rebalance = Some(Rebalance::new(
                 policy.fast_quota.max_bytes,
                 fast as u64 * frame_size,
@@ -213,16 +213,16 @@ impl EngineLoop {
         let mut after = tiers;
         let (mut promoted, mut demoted) = (Vec::new(), Vec::new());
         for m in &outcome.moved {
-            after[m.frame] = m.to_tier;
-            if m.to_tier == 0 {
+            after[m.frame.index()] = m.to_tier.index();
+            if m.to_tier == TierId::FAST {
                 promoted.push(m.frame);
-            } else if m.from_tier == 0 {
+            } else if m.from_tier == TierId::FAST {
                 demoted.push(m.frame);
             }
         }
         let report = &outcome.report;
         for &f in promoted.iter().chain(&demoted) {
-            self.last_moved[f] = index;
+            self.last_moved[f.index()] = index;
         }
         self.promote.spend(promoted.len() as u64 * frame_size);
         self.demote.spend(demoted.len() as u64 * frame_size);
@@ -274,7 +274,7 @@ impl EngineLoop {
     /// Tier of every frame now.
     fn tiers(&self) -> Vec<usize> {
         self.memory
-            .with_placement(|m| m.iter().map(|(_, loc)| loc.tier).collect())
+            .with_placement(|m| m.iter().map(|(_, loc)| loc.tier.index()).collect())
     }
 
     fn plan(&mut self, tiers: &[usize], index: u64) -> Plan {
@@ -325,7 +325,7 @@ impl EngineLoop {
     /// a demoted one), then promotions.
     fn execute(&self, plan: &Plan, tiers: &[usize]) -> BatchOutcome {
         let slow = self.demotion_tier(tiers);
-        let paired: std::collections::HashSet<usize> =
+        let paired: std::collections::HashSet<FrameId> =
             plan.exchanges.iter().flat_map(|&(a, b)| [a, b]).collect();
         let mut total = BatchOutcome::default();
         let mut batch = Batch::new();
@@ -345,7 +345,7 @@ impl EngineLoop {
         }
         for &f in plan.promote.iter().filter(|f| !paired.contains(f)) {
             room_for(&mut batch, 1);
-            batch.push_move(f, 0);
+            batch.push_move(f, TierId::FAST);
         }
         if !batch.is_empty() {
             total.absorb(self.migrator.migrate(&batch));
@@ -355,12 +355,12 @@ impl EngineLoop {
 
     /// The fastest slow tier with a free slot (tier 1 when all are full:
     /// only exchanges can then demote).
-    fn demotion_tier(&self, tiers: &[usize]) -> usize {
+    fn demotion_tier(&self, tiers: &[usize]) -> TierId {
         let count = self.memory.tiers().len();
         self.memory.with_placement(|m| {
             (1..count)
-                .find(|&t| tiers.iter().filter(|&&x| x == t).count() < m.slot_count(t))
-                .unwrap_or(1)
+                .find(|&t| tiers.iter().filter(|&&x| x == t).count() < m.slot_count(TierId(t)))
+                .map_or(TierId(1), TierId)
         })
     }
 

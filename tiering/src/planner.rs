@@ -17,6 +17,8 @@
 //! 4. **Minimum**: below the quota's minimum, promote the hottest slow
 //!    frames whatever their heat.
 
+use guest_memory::FrameId;
+
 use crate::policy::Threshold;
 
 /// Heat below which a frame has no evidence worth a promotion: about one
@@ -60,11 +62,11 @@ pub struct PlanInput<'a> {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Plan {
     /// Frames to the fast tier, hottest first.
-    pub promote: Vec<usize>,
+    pub promote: Vec<FrameId>,
     /// Frames off the fast tier.
-    pub demote: Vec<usize>,
+    pub demote: Vec<FrameId>,
     /// `(promoted, demoted)` pairs among the above that swap places.
-    pub exchanges: Vec<(usize, usize)>,
+    pub exchanges: Vec<(FrameId, FrameId)>,
     /// The threshold used.
     pub threshold: f64,
     /// Slow frames above the threshold before the budget cut them.
@@ -156,7 +158,7 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     // 1. Quota.
     while used > input.quota_max && plan.forced < input.forced_budget {
         let Some(v) = victims.next() else { break };
-        plan.demote.push(v);
+        plan.demote.push(FrameId(v));
         plan.forced += 1;
         used -= 1;
     }
@@ -170,7 +172,7 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     let margin = input.hysteresis * heat_range(input);
     for c in hot {
         if used < fill_to {
-            plan.promote.push(c);
+            plan.promote.push(FrameId(c));
             used += 1;
             continue;
         }
@@ -182,7 +184,7 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
             break;
         }
         if used < input.quota_max {
-            plan.promote.push(c);
+            plan.promote.push(FrameId(c));
             used += 1;
             continue;
         }
@@ -190,9 +192,9 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
             break;
         }
         victims.next();
-        plan.promote.push(c);
-        plan.demote.push(v);
-        plan.exchanges.push((c, v));
+        plan.promote.push(FrameId(c));
+        plan.demote.push(FrameId(v));
+        plan.exchanges.push((FrameId(c), FrameId(v)));
         demote_left -= 1;
     }
 
@@ -205,14 +207,15 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
             break;
         }
         victims.next();
-        plan.demote.push(v);
+        plan.demote.push(FrameId(v));
         used -= 1;
         short -= 1;
     }
 
     // 4. Minimum.
     if used < input.quota_min {
-        let promoted: std::collections::HashSet<usize> = plan.promote.iter().copied().collect();
+        let promoted: std::collections::HashSet<usize> =
+            plan.promote.iter().map(|f| f.index()).collect();
         let mut slow: Vec<usize> = (0..frames)
             .filter(|&f| {
                 input.tier[f] != 0
@@ -224,7 +227,8 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
         slow.sort_unstable_by(|&a, &b| input.heat[b].total_cmp(&input.heat[a]));
         let room =
             (input.quota_min - used).min(input.promote_budget.saturating_sub(plan.promote.len()));
-        plan.promote.extend(slow.into_iter().take(room));
+        plan.promote
+            .extend(slow.into_iter().take(room).map(FrameId));
     }
     plan
 }
@@ -232,6 +236,10 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn frames(ids: &[usize]) -> Vec<FrameId> {
+        ids.iter().copied().map(FrameId).collect()
+    }
 
     struct Case {
         heat: Vec<f64>,
@@ -273,7 +281,7 @@ mod tests {
     fn hot_slow_frames_fill_free_quota_hottest_first() {
         let c = Case::new(&[0.0, 50.0, 100.0, 20.0], &[1, 1, 1, 1]);
         let p = plan(&c.input(2));
-        assert_eq!(p.promote, vec![2, 1]);
+        assert_eq!(p.promote, frames(&[2, 1]));
         assert!(p.demote.is_empty());
     }
 
@@ -286,8 +294,8 @@ mod tests {
         let p = plan(&input);
         // Heat range 90, margin 45: 100 > 10 + 45 swaps; 50 > 40 + 45
         // does not.
-        assert_eq!(p.exchanges, vec![(2, 0)]);
-        assert_eq!((p.promote, p.demote), (vec![2], vec![0]));
+        assert_eq!(p.exchanges, vec![(FrameId(2), FrameId(0))]);
+        assert_eq!((p.promote, p.demote), (frames(&[2]), frames(&[0])));
         input.exchange = false;
         assert_eq!(
             plan(&input),
@@ -316,13 +324,13 @@ mod tests {
         c.cooling[1] = true;
         let p = plan(&c.input(2));
         // Two over: the coldest frames not cooling; frame 0 is pinned.
-        assert_eq!(p.demote, vec![2, 3]);
+        assert_eq!(p.demote, frames(&[2, 3]));
         assert_eq!(p.forced, 2);
         // Three over: the cooling frame 1 too, as nothing else is left.
-        assert_eq!(plan(&c.input(1)).demote, vec![2, 3, 1]);
+        assert_eq!(plan(&c.input(1)).demote, frames(&[2, 3, 1]));
         let mut limited = c.input(1);
         limited.forced_budget = 1;
-        assert_eq!(plan(&limited).demote, vec![2]);
+        assert_eq!(plan(&limited).demote, frames(&[2]));
     }
 
     #[test]
@@ -331,7 +339,7 @@ mod tests {
         let mut input = c.input(5);
         input.promote_budget = 2;
         let p = plan(&input);
-        assert_eq!(p.promote, vec![4, 3]);
+        assert_eq!(p.promote, frames(&[4, 3]));
         assert_eq!(p.candidates, 5);
         assert_eq!(p.threshold, 30.0);
     }
@@ -342,7 +350,7 @@ mod tests {
         let mut input = c.input(3);
         input.headroom = 1;
         input.threshold = Threshold::Manual { heat: 100.0 };
-        assert_eq!(plan(&input).demote, vec![0]);
+        assert_eq!(plan(&input).demote, frames(&[0]));
         input.threshold = Threshold::Manual { heat: 1.0 };
         assert!(plan(&input).demote.is_empty());
     }
@@ -352,13 +360,13 @@ mod tests {
         let c = Case::new(&[0.0, 0.5, 0.2], &[1, 1, 1]);
         let mut input = c.input(3);
         input.quota_min = 2;
-        assert_eq!(plan(&input).promote, vec![1, 2]);
+        assert_eq!(plan(&input).promote, frames(&[1, 2]));
     }
 
     #[test]
     fn pinned_slow_frames_are_never_promoted() {
         let mut c = Case::new(&[100.0, 90.0], &[1, 1]);
         c.pinned[0] = true;
-        assert_eq!(plan(&c.input(2)).promote, vec![1]);
+        assert_eq!(plan(&c.input(2)).promote, frames(&[1]));
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use guest_memory::migrate::FaultInjection;
-use guest_memory::{Batch, BatchOutcome, Migrator, TieredMemory};
+use guest_memory::{Batch, BatchOutcome, FrameId, Migrator, TierId, TieredMemory};
 
 /// The environment variable that arms the switch.
 pub const CORRUPT_PROMOTIONS_ENV: &str = "TIERVISOR_DEBUG_CORRUPT_PROMOTIONS";
@@ -60,7 +60,7 @@ impl fmt::Debug for CorruptPromotions {
 impl CorruptPromotions {
     /// Adds [`CORRUPTION`] to the first word and the middle word of
     /// `frame` through the VMM's mapping.
-    fn corrupt(&self, frame: usize) {
+    fn corrupt(&self, frame: FrameId) {
         let Some(host) = self.memory.frames().host_addr(frame) else {
             return;
         };
@@ -88,7 +88,7 @@ impl Migrator for CorruptPromotions {
 
     fn migrate(&self, batch: &Batch) -> BatchOutcome {
         let outcome = self.inner.migrate(batch);
-        for m in outcome.moved.iter().filter(|m| m.to_tier == 0) {
+        for m in outcome.moved.iter().filter(|m| m.to_tier == TierId::FAST) {
             let armed = self
                 .remaining
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))

@@ -61,7 +61,7 @@ impl PlacementCheck {
             .collect();
         if !numa.is_empty() {
             for (frame, loc) in memory.placement().iter() {
-                let tier = &memory.tiers()[loc.tier];
+                let tier = &memory.tiers()[loc.tier.index()];
                 let Some(entry) = numa.iter_mut().find(|n| n.tier == tier.name()) else {
                     continue;
                 };

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use guest_memory::{BatchReport, Migrator, Move, TieredMemory};
+use guest_memory::{BatchReport, FrameId, Migrator, Move, TierId, TieredMemory};
 
 const TICK: Duration = Duration::from_millis(100);
 
@@ -53,28 +53,30 @@ impl Shuffler {
                     let mut taken = HashSet::new();
                     for _ in 0..per_tick.div_ceil(2) {
                         let a = (next() % frames as u64) as usize;
-                        let Some(x) = memory.location(a).map(|l| l.tier) else {
+                        let Some(x) = memory.location(FrameId(a)).map(|l| l.tier) else {
                             continue;
                         };
                         if !taken.insert(a) {
                             continue;
                         }
-                        let y = (x + 1 + (next() % (tiers as u64 - 1)) as usize) % tiers;
+                        let y = TierId(
+                            (x.index() + 1 + (next() % (tiers as u64 - 1)) as usize) % tiers,
+                        );
                         let partner =
                             (0..64)
                                 .map(|_| (next() % frames as u64) as usize)
                                 .find(|&b| {
                                     !taken.contains(&b)
-                                        && memory.location(b).is_some_and(|l| l.tier == y)
+                                        && memory.location(FrameId(b)).is_some_and(|l| l.tier == y)
                                 });
                         batch.push(Move {
-                            frame: a,
+                            frame: FrameId(a),
                             to_tier: y,
                         });
                         if let Some(b) = partner {
                             taken.insert(b);
                             batch.push(Move {
-                                frame: b,
+                                frame: FrameId(b),
                                 to_tier: x,
                             });
                         }

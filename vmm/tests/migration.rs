@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use guest_memory::migrate::FaultInjection;
 use guest_memory::{BatchOutcome, Migrator, Move, MoveStep, Placement, StepError, TierSpec};
+use guest_memory::{FrameId, TierId};
 use vm_memory::{Bytes, GuestAddress};
 use vmm::devices::hypercall::LogSink;
 use vmm::migration::{MigrationConfig, MigratorKind};
@@ -156,7 +157,7 @@ fn under_fire(
     let stop = vm.stop_handle();
     let (end, total) = std::thread::scope(|s| {
         let mover = s.spawn(|| {
-            let where_is = |f: usize| memory.location(f).unwrap().tier;
+            let where_is = |f: usize| memory.location(FrameId(f)).unwrap().tier.index();
             let total = drive(migrator.as_ref(), &all, &where_is);
             stop.request();
             total
@@ -199,8 +200,8 @@ fn random_moves(
                     rng ^= rng << 17;
                     let frame = frames[(rng % frames.len() as u64) as usize];
                     Move {
-                        frame,
-                        to_tier: 1 - tier_of(frame),
+                        frame: FrameId(frame),
+                        to_tier: TierId(1 - tier_of(frame)),
                     }
                 })
                 .collect();
@@ -232,12 +233,12 @@ fn random_exchanges(
                 .flat_map(|k| {
                     [
                         Move {
-                            frame: fast[(i * 7 + k) % fast.len()],
-                            to_tier: 1,
+                            frame: FrameId(fast[(i * 7 + k) % fast.len()]),
+                            to_tier: TierId(1),
                         },
                         Move {
-                            frame: slow[(i * 5 + k) % slow.len()],
-                            to_tier: 0,
+                            frame: FrameId(slow[(i * 5 + k) % slow.len()]),
+                            to_tier: TierId(0),
                         },
                     ]
                 })
@@ -270,12 +271,13 @@ fn fast_frames_first_then_random(
     let moves = random_moves(target);
     move |m, frames, tier_of| {
         hook(m.faults().unwrap());
-        let fast: Vec<usize> = frames
+        let fast: Vec<FrameId> = frames
             .iter()
             .copied()
             .filter(|&f| tier_of(f) == 0)
+            .map(FrameId)
             .collect();
-        let mut total = m.migrate_frames(&fast, 1);
+        let mut total = m.migrate_frames(&fast, TierId(1));
         total.absorb(moves(m, frames, tier_of));
         total
     }
@@ -370,8 +372,8 @@ fn injected_failures_under_a_verifying_guest() {
                     .map(|k| {
                         let f = frames[(frame + k * 13) % frames.len()];
                         Move {
-                            frame: f,
-                            to_tier: 1 - tier_of(f),
+                            frame: FrameId(f),
+                            to_tier: TierId(1 - tier_of(f)),
                         }
                     })
                     .collect();

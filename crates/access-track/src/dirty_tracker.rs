@@ -25,6 +25,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use guest_memory::FrameId;
 use guest_memory::GpaRange;
 use guest_memory::TieredMemory;
 use guest_memory::migrate::DirtySource;
@@ -132,7 +133,7 @@ impl DirtyLogTracker {
             .filter_map(|f| {
                 let block = block_of(f, round, blocks);
                 frames
-                    .gpa(f)
+                    .gpa(FrameId(f))
                     .map(|g| GpaRange::new(g + block * k * PAGE, k * PAGE))
             })
             .collect()
@@ -189,7 +190,7 @@ impl AccessTracker for DirtyLogTracker {
         self.last = now;
         sample.coverage = coverage;
         for &gpa in &self.pages {
-            if let Some(f) = frames.frame_of_gpa(gpa) {
+            if let Some(f) = frames.frame_of_gpa(gpa).map(FrameId::index) {
                 sample.dirty[f] = sample.dirty[f].saturating_add(1);
                 sample.accessed[f] = sample.accessed[f].saturating_add(1);
             }

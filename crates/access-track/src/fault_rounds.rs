@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use guest_memory::FrameId;
 use guest_memory::TieredMemory;
 use guest_memory::migrate::{MinorFaultSink, WriteGuard};
 
@@ -95,7 +96,7 @@ impl Job {
             for _ in 0..per_round.min(count) {
                 let frame = cursor;
                 cursor = (cursor + 1) % count;
-                let Some(host) = frames.host_addr(frame) else {
+                let Some(host) = frames.host_addr(FrameId(frame)) else {
                     continue;
                 };
                 rng ^= rng << 13;

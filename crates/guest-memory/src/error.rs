@@ -72,9 +72,9 @@ pub enum Error {
         /// Number of frames.
         count: usize,
     },
-    /// No tier with this index.
+    /// No such tier.
     #[error("no tier {0}")]
-    NoSuchTier(usize),
+    NoSuchTier(crate::ids::TierId),
     /// Slots beyond the tier's end.
     #[error("tier '{tier}' has no slots {slot}..{}", .slot.saturating_add(*.count))]
     SlotsOutOfRange {

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::FrameId;
+
 /// A RAM region and the host-virtual range that holds it (one KVM memslot).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MappedRegion {
@@ -63,11 +65,15 @@ impl FrameTable {
     }
 
     /// Index of the region holding `frame`.
-    pub fn region_of(&self, frame: usize) -> Option<usize> {
-        if frame >= self.count {
+    pub fn region_of(&self, frame: FrameId) -> Option<usize> {
+        if frame.index() >= self.count {
             return None;
         }
-        Some(self.first_frames.partition_point(|first| *first <= frame) - 1)
+        Some(
+            self.first_frames
+                .partition_point(|first| *first <= frame.index())
+                - 1,
+        )
     }
 
     /// Frame indices `[first, end)` of region `index`.
@@ -82,46 +88,51 @@ impl FrameTable {
     }
 
     /// Guest-physical address of `frame`.
-    pub fn gpa(&self, frame: usize) -> Option<u64> {
+    pub fn gpa(&self, frame: FrameId) -> Option<u64> {
         let r = self.region_of(frame)?;
         Some(self.regions[r].gpa + self.offset_in_region(r, frame))
     }
 
     /// Host-virtual address of `frame`.
-    pub fn host_addr(&self, frame: usize) -> Option<u64> {
+    pub fn host_addr(&self, frame: FrameId) -> Option<u64> {
         let r = self.region_of(frame)?;
         Some(self.regions[r].host_addr + self.offset_in_region(r, frame))
     }
 
     /// The frame holding guest-physical address `gpa`.
-    pub fn frame_of_gpa(&self, gpa: u64) -> Option<usize> {
+    pub fn frame_of_gpa(&self, gpa: u64) -> Option<FrameId> {
         self.find(gpa, |r| r.gpa)
     }
 
     /// The frame holding host-virtual address `addr`.
-    pub fn frame_of_host_addr(&self, addr: u64) -> Option<usize> {
+    pub fn frame_of_host_addr(&self, addr: u64) -> Option<FrameId> {
         self.find(addr, |r| r.host_addr)
     }
 
     /// Whether frames `[first, first + count)` exist and lie in one region
     /// (so their host range is contiguous).
-    pub fn is_run(&self, first: usize, count: usize) -> bool {
-        let Some(last) = first.checked_add(count).and_then(|end| end.checked_sub(1)) else {
+    pub fn is_run(&self, first: FrameId, count: usize) -> bool {
+        let Some(last) = first
+            .index()
+            .checked_add(count)
+            .and_then(|end| end.checked_sub(1))
+        else {
             return false;
         };
         count > 0
-            && matches!((self.region_of(first), self.region_of(last)), (Some(a), Some(b)) if a == b)
+            && matches!((self.region_of(first), self.region_of(FrameId(last))), (Some(a), Some(b)) if a == b)
     }
 
-    fn offset_in_region(&self, region: usize, frame: usize) -> u64 {
-        (frame - self.first_frames[region]) as u64 * self.frame_size
+    fn offset_in_region(&self, region: usize, frame: FrameId) -> u64 {
+        (frame.index() - self.first_frames[region]) as u64 * self.frame_size
     }
 
-    fn find(&self, addr: u64, start_of: impl Fn(&MappedRegion) -> u64) -> Option<usize> {
+    fn find(&self, addr: u64, start_of: impl Fn(&MappedRegion) -> u64) -> Option<FrameId> {
         self.regions.iter().enumerate().find_map(|(i, r)| {
             let start = start_of(r);
-            (addr >= start && addr - start < r.len)
-                .then(|| self.first_frames[i] + ((addr - start) / self.frame_size) as usize)
+            (addr >= start && addr - start < r.len).then(|| {
+                FrameId(self.first_frames[i] + ((addr - start) / self.frame_size) as usize)
+            })
         })
     }
 }
@@ -154,32 +165,32 @@ mod tests {
     fn numbers_frames_across_regions() {
         let t = table();
         assert_eq!(t.len(), 5);
-        assert_eq!(t.gpa(2), Some(2 * FS));
-        assert_eq!(t.gpa(3), Some(1 << 32));
-        assert_eq!(t.host_addr(4), Some(0x7100_0000_0000 + FS));
-        assert_eq!(t.gpa(5), None);
+        assert_eq!(t.gpa(FrameId(2)), Some(2 * FS));
+        assert_eq!(t.gpa(FrameId(3)), Some(1 << 32));
+        assert_eq!(t.host_addr(FrameId(4)), Some(0x7100_0000_0000 + FS));
+        assert_eq!(t.gpa(FrameId(5)), None);
         assert_eq!(t.frames_of_region(1), Some(3..5));
-        assert_eq!(t.region_of(2), Some(0));
-        assert_eq!(t.region_of(3), Some(1));
+        assert_eq!(t.region_of(FrameId(2)), Some(0));
+        assert_eq!(t.region_of(FrameId(3)), Some(1));
     }
 
     #[test]
     fn maps_addresses_back_to_frames() {
         let t = table();
-        assert_eq!(t.frame_of_gpa(FS + 5), Some(1));
+        assert_eq!(t.frame_of_gpa(FS + 5), Some(FrameId(1)));
         assert_eq!(t.frame_of_gpa(3 * FS), None);
-        assert_eq!(t.frame_of_gpa((1 << 32) + FS), Some(4));
-        assert_eq!(t.frame_of_host_addr(0x7100_0000_0000), Some(3));
+        assert_eq!(t.frame_of_gpa((1 << 32) + FS), Some(FrameId(4)));
+        assert_eq!(t.frame_of_host_addr(0x7100_0000_0000), Some(FrameId(3)));
         assert_eq!(t.frame_of_host_addr(0x6fff_ffff_ffff), None);
     }
 
     #[test]
     fn runs_stay_inside_one_region() {
         let t = table();
-        assert!(t.is_run(0, 3));
-        assert!(!t.is_run(2, 2));
-        assert!(t.is_run(3, 2));
-        assert!(!t.is_run(4, 2));
-        assert!(!t.is_run(0, 0));
+        assert!(t.is_run(FrameId(0), 3));
+        assert!(!t.is_run(FrameId(2), 2));
+        assert!(t.is_run(FrameId(3), 2));
+        assert!(!t.is_run(FrameId(4), 2));
+        assert!(!t.is_run(FrameId(0), 0));
     }
 }

@@ -12,6 +12,7 @@ use crate::backend::TierBackend;
 use crate::error::Error;
 use crate::frame_table::{FrameTable, MappedRegion};
 use crate::gpa_range::GpaRange;
+use crate::ids::FrameId;
 use crate::mapping::{HostMapping, map_fixed_shared};
 use crate::placement::{Location, PlacementMap};
 use crate::runs::runs;
@@ -101,10 +102,16 @@ pub(crate) fn map_all(
         };
         let locations: Vec<Location> = range
             .clone()
-            .filter_map(|frame| map.location(frame))
+            .filter_map(|frame| map.location(FrameId(frame)))
             .collect();
         for run in runs(&locations) {
-            map_run(frames, tiers, range.start + run.first, run.count, run.start)?;
+            map_run(
+                frames,
+                tiers,
+                FrameId(range.start + run.first),
+                run.count,
+                run.start,
+            )?;
         }
     }
     Ok(())
@@ -115,11 +122,13 @@ pub(crate) fn map_all(
 pub(crate) fn map_run(
     frames: &FrameTable,
     tiers: &[TierBackend],
-    first: usize,
+    first: FrameId,
     count: usize,
     start: Location,
 ) -> Result<(), Error> {
-    let tier = tiers.get(start.tier).ok_or(Error::NoSuchTier(start.tier))?;
+    let tier = tiers
+        .get(start.tier.index())
+        .ok_or(Error::NoSuchTier(start.tier))?;
     if start
         .slot
         .checked_add(count)
@@ -133,11 +142,16 @@ pub(crate) fn map_run(
     }
     let host = match frames.host_addr(first) {
         Some(host) if frames.is_run(first, count) => host,
-        _ => return Err(Error::NotARun { first, count }),
+        _ => {
+            return Err(Error::NotARun {
+                first: first.index(),
+                count,
+            });
+        }
     };
     let frame_size = frames.frame_size();
     let map_err = |source| Error::MapFrames {
-        first,
+        first: first.index(),
         count,
         tier: tier.name().to_owned(),
         slot: start.slot,

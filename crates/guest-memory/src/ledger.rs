@@ -10,6 +10,7 @@
 
 use thiserror::Error;
 
+use crate::ids::{FrameId, TierId};
 use crate::placement::{Location, PlacementError, PlacementMap};
 use crate::slots::{SlotAllocator, SlotError};
 
@@ -18,12 +19,12 @@ use crate::slots::{SlotAllocator, SlotError};
 pub enum LedgerError {
     /// The tier index does not exist.
     #[error("no tier {0}")]
-    NoSuchTier(usize),
+    NoSuchTier(TierId),
     /// The tier has fewer free slots than asked for.
     #[error("tier {tier} has {available} free slots, {wanted} wanted")]
     TierFull {
-        /// Tier index.
-        tier: usize,
+        /// The tier.
+        tier: TierId,
         /// Free slots.
         available: usize,
         /// Slots asked for.
@@ -32,20 +33,20 @@ pub enum LedgerError {
     /// The slot is not reserved (free, or nonexistent).
     #[error("slot {slot} of tier {tier} is not reserved")]
     NotReserved {
-        /// Tier index.
-        tier: usize,
+        /// The tier.
+        tier: TierId,
         /// Slot index.
         slot: usize,
     },
     /// The slot still backs a frame.
     #[error("slot {slot} of tier {tier} still backs frame {frame}")]
     SlotInUse {
-        /// Tier index.
-        tier: usize,
+        /// The tier.
+        tier: TierId,
         /// Slot index.
         slot: usize,
         /// The frame.
-        frame: usize,
+        frame: FrameId,
     },
     /// The placement map refused the change.
     #[error("placement map refused the change")]
@@ -58,7 +59,7 @@ pub enum LedgerError {
     FixedSlots,
     /// The frame already has a destination reserved (a migration is moving it).
     #[error("frame {0} is already being moved")]
-    InFlight(usize),
+    InFlight(FrameId),
 }
 
 /// Placement map plus slot allocators.
@@ -78,7 +79,10 @@ impl Ledger {
             slot_counts.iter().map(|n| SlotAllocator::new(*n)).collect();
         let mut locations = Vec::with_capacity(tier_of_frame.len());
         for &tier in tier_of_frame {
-            let allocator = slots.get_mut(tier).ok_or(LedgerError::NoSuchTier(tier))?;
+            let allocator = slots
+                .get_mut(tier)
+                .ok_or(LedgerError::NoSuchTier(TierId(tier)))?;
+            let tier = TierId(tier);
             let slot = allocator.allocate().ok_or(LedgerError::TierFull {
                 tier,
                 available: 0,
@@ -103,8 +107,12 @@ impl Ledger {
             quotas.iter().map(|_| SlotAllocator::new(frames)).collect();
         let mut locations = Vec::with_capacity(frames);
         for (frame, &tier) in tier_of_frame.iter().enumerate() {
-            let allocator = slots.get_mut(tier).ok_or(LedgerError::NoSuchTier(tier))?;
-            if allocator.allocated() >= quotas[tier] {
+            let allocator = slots
+                .get_mut(tier)
+                .ok_or(LedgerError::NoSuchTier(TierId(tier)))?;
+            let quota = quotas[tier];
+            let tier = TierId(tier);
+            if allocator.allocated() >= quota {
                 return Err(LedgerError::TierFull {
                     tier,
                     available: 0,
@@ -129,24 +137,29 @@ impl Ledger {
     /// current location and the reserved one.
     pub(crate) fn reserve_frame(
         &mut self,
-        frame: usize,
-        tier: usize,
+        frame: FrameId,
+        tier: TierId,
         over_quota: bool,
     ) -> Result<(Location, Location), LedgerError> {
         let quota = match &self.quotas {
-            Some(quotas) => *quotas.get(tier).ok_or(LedgerError::NoSuchTier(tier))?,
+            Some(quotas) => *quotas
+                .get(tier.index())
+                .ok_or(LedgerError::NoSuchTier(tier))?,
             None => return Err(LedgerError::FixedSlots),
         };
         let from = self.map.location(frame).ok_or(LedgerError::Placement(
             PlacementError::FrameOutOfRange(frame),
         ))?;
-        let to = Location { tier, slot: frame };
-        let in_flight =
-            (0..self.slots.len()).any(|t| t != from.tier && self.slots[t].is_allocated(frame));
+        let to = Location {
+            tier,
+            slot: frame.index(),
+        };
+        let in_flight = (0..self.slots.len())
+            .any(|t| t != from.tier.index() && self.slots[t].is_allocated(frame.index()));
         if in_flight {
             return Err(LedgerError::InFlight(frame));
         }
-        let allocated = self.slots[tier].allocated();
+        let allocated = self.slots[tier.index()].allocated();
         if allocated >= quota && !over_quota {
             return Err(LedgerError::TierFull {
                 tier,
@@ -154,21 +167,28 @@ impl Ledger {
                 wanted: 1,
             });
         }
-        self.slots[tier].take(frame).map_err(LedgerError::Slot)?;
+        self.slots[tier.index()]
+            .take(frame.index())
+            .map_err(LedgerError::Slot)?;
         Ok((from, to))
     }
 
     /// Frames `tier` may hold (its slot count unless the ledger is fixed).
-    pub(crate) fn quota(&self, tier: usize) -> usize {
+    pub(crate) fn quota(&self, tier: TierId) -> usize {
         match &self.quotas {
-            Some(quotas) => quotas.get(tier).copied().unwrap_or(0),
-            None => self.slots.get(tier).map_or(0, SlotAllocator::capacity),
+            Some(quotas) => quotas.get(tier.index()).copied().unwrap_or(0),
+            None => self
+                .slots
+                .get(tier.index())
+                .map_or(0, SlotAllocator::capacity),
         }
     }
 
     /// Allocated slots of `tier` (frames living there plus reservations).
-    pub(crate) fn allocated(&self, tier: usize) -> usize {
-        self.slots.get(tier).map_or(0, SlotAllocator::allocated)
+    pub(crate) fn allocated(&self, tier: TierId) -> usize {
+        self.slots
+            .get(tier.index())
+            .map_or(0, SlotAllocator::allocated)
     }
 
     pub(crate) fn map(&self) -> &PlacementMap {
@@ -178,32 +198,32 @@ impl Ledger {
     /// Whether `loc` is allocated (backing a frame or reserved).
     pub(crate) fn is_allocated(&self, loc: Location) -> bool {
         self.slots
-            .get(loc.tier)
+            .get(loc.tier.index())
             .is_some_and(|s| s.is_allocated(loc.slot))
     }
 
     /// Allocated slots of `tier` that back no frame.
-    pub(crate) fn reserved(&self, tier: usize) -> usize {
+    pub(crate) fn reserved(&self, tier: TierId) -> usize {
         self.slots
-            .get(tier)
+            .get(tier.index())
             .map_or(0, |s| s.allocated() - self.map.used_frames(tier))
     }
 
     /// The allocator of `tier`, for ledgers that hand out free slots (not
     /// fixed ones).
-    fn free_slots(&mut self, tier: usize) -> Result<&mut SlotAllocator, LedgerError> {
+    fn free_slots(&mut self, tier: TierId) -> Result<&mut SlotAllocator, LedgerError> {
         if self.quotas.is_some() {
             return Err(LedgerError::FixedSlots);
         }
         self.slots
-            .get_mut(tier)
+            .get_mut(tier.index())
             .ok_or(LedgerError::NoSuchTier(tier))
     }
 
     /// Reserves `count` free slots of `tier`, all or none.
     pub(crate) fn reserve(
         &mut self,
-        tier: usize,
+        tier: TierId,
         count: usize,
     ) -> Result<Vec<Location>, LedgerError> {
         let allocator = self.free_slots(tier)?;
@@ -229,7 +249,7 @@ impl Ledger {
     /// Reserves one free slot of `tier`: `preferred` if it is free.
     pub(crate) fn reserve_preferring(
         &mut self,
-        tier: usize,
+        tier: TierId,
         preferred: usize,
     ) -> Result<Location, LedgerError> {
         let slot = self
@@ -246,7 +266,7 @@ impl Ledger {
     /// Frees a reserved slot (one that backs no frame).
     pub(crate) fn release(&mut self, loc: Location) -> Result<(), LedgerError> {
         self.check_reserved(loc)?;
-        self.slots[loc.tier]
+        self.slots[loc.tier.index()]
             .free(loc.slot)
             .map_err(LedgerError::Slot)
     }
@@ -255,12 +275,12 @@ impl Ledger {
     /// `from`; `from` stays reserved until [`Ledger::release`]d.
     pub(crate) fn commit_move(
         &mut self,
-        frame: usize,
+        frame: FrameId,
         from: Location,
         to: Location,
     ) -> Result<(), LedgerError> {
         self.check_reserved(to)?;
-        if self.quotas.is_some() && to.slot != frame {
+        if self.quotas.is_some() && to.slot != frame.index() {
             return Err(LedgerError::FixedSlots);
         }
         self.map
@@ -271,9 +291,9 @@ impl Ledger {
     /// Records that frames `a` and `b` swapped slots.
     pub(crate) fn commit_exchange(
         &mut self,
-        a: usize,
+        a: FrameId,
         a_at: Location,
-        b: usize,
+        b: FrameId,
         b_at: Location,
     ) -> Result<(), LedgerError> {
         if self.quotas.is_some() {
@@ -287,7 +307,7 @@ impl Ledger {
     fn check_reserved(&self, loc: Location) -> Result<(), LedgerError> {
         let allocator = self
             .slots
-            .get(loc.tier)
+            .get(loc.tier.index())
             .ok_or(LedgerError::NoSuchTier(loc.tier))?;
         if !allocator.is_allocated(loc.slot) {
             return Err(LedgerError::NotReserved {
@@ -311,7 +331,10 @@ mod tests {
     use super::*;
 
     fn loc(tier: usize, slot: usize) -> Location {
-        Location { tier, slot }
+        Location {
+            tier: TierId(tier),
+            slot,
+        }
     }
 
     #[test]
@@ -319,40 +342,43 @@ mod tests {
         let ledger = Ledger::new(&[2, 3], &[1, 0, 1, 0]).unwrap();
         let locs: Vec<_> = ledger.map().iter().map(|(_, l)| l).collect();
         assert_eq!(locs, vec![loc(1, 0), loc(0, 0), loc(1, 1), loc(0, 1)]);
-        assert_eq!(ledger.reserved(0), 0);
+        assert_eq!(ledger.reserved(TierId(0)), 0);
     }
 
     #[test]
     fn initial_overfill_is_an_error() {
         assert!(matches!(
             Ledger::new(&[1], &[0, 0]),
-            Err(LedgerError::TierFull { tier: 0, .. })
+            Err(LedgerError::TierFull {
+                tier: TierId(0),
+                ..
+            })
         ));
         assert_eq!(
             Ledger::new(&[1], &[2]).unwrap_err(),
-            LedgerError::NoSuchTier(2)
+            LedgerError::NoSuchTier(TierId(2))
         );
     }
 
     #[test]
     fn migration_sequence_reserve_commit_release() {
         let mut ledger = Ledger::new(&[2, 2], &[0, 0]).unwrap();
-        let dst = ledger.reserve(1, 1).unwrap()[0];
-        assert_eq!(ledger.reserved(1), 1);
-        ledger.commit_move(1, loc(0, 1), dst).unwrap();
-        assert_eq!(ledger.map().location(1), Some(dst));
+        let dst = ledger.reserve(TierId(1), 1).unwrap()[0];
+        assert_eq!(ledger.reserved(TierId(1)), 1);
+        ledger.commit_move(FrameId(1), loc(0, 1), dst).unwrap();
+        assert_eq!(ledger.map().location(FrameId(1)), Some(dst));
         // Source still reserved until released, so it cannot be handed out.
-        assert_eq!(ledger.reserved(0), 1);
+        assert_eq!(ledger.reserved(TierId(0)), 1);
         assert_eq!(
-            ledger.reserve(0, 1).unwrap_err(),
+            ledger.reserve(TierId(0), 1).unwrap_err(),
             LedgerError::TierFull {
-                tier: 0,
+                tier: TierId(0),
                 available: 0,
                 wanted: 1
             }
         );
         ledger.release(loc(0, 1)).unwrap();
-        assert_eq!(ledger.reserve(0, 1).unwrap(), vec![loc(0, 1)]);
+        assert_eq!(ledger.reserve(TierId(0), 1).unwrap(), vec![loc(0, 1)]);
     }
 
     #[test]
@@ -360,71 +386,88 @@ mod tests {
         let mut ledger = Ledger::new(&[2, 2], &[0, 1]).unwrap();
         // Commit into a slot nobody reserved.
         assert_eq!(
-            ledger.commit_move(0, loc(0, 0), loc(1, 1)),
-            Err(LedgerError::NotReserved { tier: 1, slot: 1 })
+            ledger.commit_move(FrameId(0), loc(0, 0), loc(1, 1)),
+            Err(LedgerError::NotReserved {
+                tier: TierId(1),
+                slot: 1
+            })
         );
         // Release a slot that still backs a frame.
         assert_eq!(
             ledger.release(loc(1, 0)),
             Err(LedgerError::SlotInUse {
-                tier: 1,
+                tier: TierId(1),
                 slot: 0,
-                frame: 1
+                frame: FrameId(1)
             })
         );
         // Release a free slot.
         assert_eq!(
             ledger.release(loc(0, 1)),
-            Err(LedgerError::NotReserved { tier: 0, slot: 1 })
+            Err(LedgerError::NotReserved {
+                tier: TierId(0),
+                slot: 1
+            })
         );
         // Reserve more than is free: nothing taken.
         assert!(matches!(
-            ledger.reserve(1, 2),
+            ledger.reserve(TierId(1), 2),
             Err(LedgerError::TierFull { available: 1, .. })
         ));
-        assert_eq!(ledger.reserve(1, 1).unwrap().len(), 1);
-        assert_eq!(ledger.reserve(7, 1), Err(LedgerError::NoSuchTier(7)));
+        assert_eq!(ledger.reserve(TierId(1), 1).unwrap().len(), 1);
+        assert_eq!(
+            ledger.reserve(TierId(7), 1),
+            Err(LedgerError::NoSuchTier(TierId(7)))
+        );
     }
 
     #[test]
     fn fixed_ledger_keeps_each_frame_in_its_own_slot() {
         // 4 frames, quotas 2 and 3: frames 0,1 on tier 0, frames 2,3 on tier 1.
         let mut ledger = Ledger::fixed(&[2, 3], &[0, 0, 1, 1]).unwrap();
-        assert_eq!(ledger.map().location(3), Some(loc(1, 3)));
-        assert_eq!((ledger.quota(0), ledger.quota(1)), (2, 3));
-        assert_eq!(ledger.map().slot_count(0), 4);
-        let (from, to) = ledger.reserve_frame(0, 1, false).unwrap();
+        assert_eq!(ledger.map().location(FrameId(3)), Some(loc(1, 3)));
+        assert_eq!((ledger.quota(TierId(0)), ledger.quota(TierId(1))), (2, 3));
+        assert_eq!(ledger.map().slot_count(TierId(0)), 4);
+        let (from, to) = ledger.reserve_frame(FrameId(0), TierId(1), false).unwrap();
         assert_eq!((from, to), (loc(0, 0), loc(1, 0)));
-        assert_eq!(ledger.reserved(1), 1);
+        assert_eq!(ledger.reserved(TierId(1)), 1);
         // A second reservation for the same frame elsewhere is refused.
         assert_eq!(
-            ledger.reserve_frame(0, 1, false),
-            Err(LedgerError::InFlight(0))
+            ledger.reserve_frame(FrameId(0), TierId(1), false),
+            Err(LedgerError::InFlight(FrameId(0)))
         );
-        ledger.commit_move(0, from, to).unwrap();
+        ledger.commit_move(FrameId(0), from, to).unwrap();
         ledger.release(from).unwrap();
-        assert_eq!(ledger.map().location(0), Some(loc(1, 0)));
-        assert_eq!((ledger.allocated(0), ledger.allocated(1)), (1, 3));
+        assert_eq!(ledger.map().location(FrameId(0)), Some(loc(1, 0)));
+        assert_eq!(
+            (ledger.allocated(TierId(0)), ledger.allocated(TierId(1))),
+            (1, 3)
+        );
         // Tier 1 is at its quota: only an exchange may go over it.
         assert!(matches!(
-            ledger.reserve_frame(1, 1, false),
-            Err(LedgerError::TierFull { tier: 1, .. })
+            ledger.reserve_frame(FrameId(1), TierId(1), false),
+            Err(LedgerError::TierFull {
+                tier: TierId(1),
+                ..
+            })
         ));
-        let (_, over) = ledger.reserve_frame(1, 1, true).unwrap();
+        let (_, over) = ledger.reserve_frame(FrameId(1), TierId(1), true).unwrap();
         ledger.release(over).unwrap();
         // Generic reservations and slot swaps would break slot == frame.
-        assert_eq!(ledger.reserve(0, 1), Err(LedgerError::FixedSlots));
+        assert_eq!(ledger.reserve(TierId(0), 1), Err(LedgerError::FixedSlots));
         assert_eq!(
-            ledger.commit_exchange(0, loc(1, 0), 1, loc(0, 1)),
+            ledger.commit_exchange(FrameId(0), loc(1, 0), FrameId(1), loc(0, 1)),
             Err(LedgerError::FixedSlots)
         );
         assert_eq!(
-            ledger.reserve_frame(9, 0, false),
-            Err(LedgerError::Placement(PlacementError::FrameOutOfRange(9)))
+            ledger.reserve_frame(FrameId(9), TierId(0), false),
+            Err(LedgerError::Placement(PlacementError::FrameOutOfRange(
+                FrameId(9)
+            )))
         );
         assert_eq!(
-            ledger.reserve_frame(0, 5, false),
-            Err(LedgerError::NoSuchTier(5))
+            ledger.reserve_frame(FrameId(0), TierId(5), false),
+            Err(LedgerError::NoSuchTier(TierId(5)))
         );
     }
 
@@ -432,10 +475,15 @@ mod tests {
     fn fixed_ledger_refuses_an_initial_placement_over_quota() {
         assert!(matches!(
             Ledger::fixed(&[1, 3], &[0, 0, 1]),
-            Err(LedgerError::TierFull { tier: 0, .. })
+            Err(LedgerError::TierFull {
+                tier: TierId(0),
+                ..
+            })
         ));
         assert_eq!(
-            Ledger::new(&[2], &[0]).unwrap().reserve_frame(0, 0, false),
+            Ledger::new(&[2], &[0])
+                .unwrap()
+                .reserve_frame(FrameId(0), TierId(0), false),
             Err(LedgerError::FixedSlots)
         );
     }
@@ -443,8 +491,10 @@ mod tests {
     #[test]
     fn exchange_needs_no_free_slot() {
         let mut ledger = Ledger::new(&[1, 1], &[0, 1]).unwrap();
-        ledger.commit_exchange(0, loc(0, 0), 1, loc(1, 0)).unwrap();
-        assert_eq!(ledger.map().location(0), Some(loc(1, 0)));
-        assert_eq!(ledger.map().location(1), Some(loc(0, 0)));
+        ledger
+            .commit_exchange(FrameId(0), loc(0, 0), FrameId(1), loc(1, 0))
+            .unwrap();
+        assert_eq!(ledger.map().location(FrameId(0)), Some(loc(1, 0)));
+        assert_eq!(ledger.map().location(FrameId(1)), Some(loc(0, 0)));
     }
 }

@@ -5,6 +5,7 @@
 //! into a host-virtual range that never moves (KVM memslots are static).
 //! The placement map (frame → tier, slot) is the single source of truth.
 //!
+//! * [`FrameId`] / [`TierId`] — how other crates name a frame and a tier;
 //! * [`TierSpec`] / [`Placement`] — configuration as the operator writes it;
 //! * [`TieredMemory`] — builds and owns everything: [`TierBackend`]s with their
 //!   fds and view mappings, the [`FrameTable`], the placement map and slot
@@ -29,6 +30,7 @@ mod gpa_range;
 mod guest_ranges;
 mod host;
 mod host_tiers;
+mod ids;
 mod initial_placement;
 pub mod layout;
 mod ledger;
@@ -63,6 +65,7 @@ pub use host::{
     DaxGeometry, HUGEPAGE_SIZE, HostError, available_hugepages, dax_geometry, numa_node_exists,
 };
 pub use host_tiers::{HostTiersError, memory_nodes_fastest_first};
+pub use ids::{FrameId, TierId};
 pub use initial_placement::{Placement, PlacementParseError};
 pub use layout::{HIGH_RAM_START, MMIO_HOLE_START, ram_regions};
 pub use ledger::LedgerError;

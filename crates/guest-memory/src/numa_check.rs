@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::FrameId;
 use crate::move_pages::{self, page_size};
 use crate::numa_error::NumaError;
 use crate::tiered::TieredMemory;
@@ -49,7 +50,7 @@ impl TieredMemory {
     /// The `move_pages` status of each host page of `frame`, through the
     /// guest mapping: the node the page is on, or a negative errno
     /// (`-ENOENT`: nothing mapped there yet).
-    pub fn frame_nodes(&self, frame: usize) -> Result<Vec<i32>, NumaError> {
+    pub fn frame_nodes(&self, frame: FrameId) -> Result<Vec<i32>, NumaError> {
         let host = self
             .frames()
             .host_addr(frame)
@@ -65,7 +66,7 @@ impl TieredMemory {
     }
 
     /// [`TieredMemory::frame_nodes`], counted.
-    pub fn frame_node_counts(&self, frame: usize) -> Result<NodeCounts, NumaError> {
+    pub fn frame_node_counts(&self, frame: FrameId) -> Result<NodeCounts, NumaError> {
         Ok(NodeCounts::from_status(&self.frame_nodes(frame)?))
     }
 
@@ -74,7 +75,7 @@ impl TieredMemory {
     pub fn verify_numa(&self) -> Result<(), NumaError> {
         let placement = self.placement();
         for (frame, loc) in placement.iter() {
-            let tier = &self.tiers()[loc.tier];
+            let tier = &self.tiers()[loc.tier.index()];
             let Some(expected) = tier.numa_node() else {
                 continue;
             };

@@ -26,12 +26,12 @@ pub enum NumaError {
     },
     /// No such frame.
     #[error("frame {0} out of range")]
-    NoSuchFrame(usize),
+    NoSuchFrame(crate::ids::FrameId),
     /// `move_pages` could not say where a frame's pages are.
     #[error("cannot ask where the pages of frame {frame} are")]
     Query {
         /// Frame.
-        frame: usize,
+        frame: crate::ids::FrameId,
         /// The cause.
         #[source]
         source: io::Error,
@@ -40,7 +40,7 @@ pub enum NumaError {
     #[error("frame {frame} page {page} is on node {node}, but tier '{tier}' is node {expected}")]
     Misplaced {
         /// Frame.
-        frame: usize,
+        frame: crate::ids::FrameId,
         /// 4 KiB page within the frame.
         page: usize,
         /// Node the page is on.

@@ -6,13 +6,26 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-/// Where a frame lives: a tier index and a slot within that tier.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+use crate::ids::{FrameId, TierId};
+
+/// Where a frame lives: a tier and a slot within that tier.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Location {
-    /// Index into the VM's tier list (0 = fastest).
-    pub tier: usize,
+    /// The tier ([`TierId::FAST`] first).
+    pub tier: TierId,
     /// Slot within the tier; byte offset in the tier backing = `slot * frame_size`.
     pub slot: usize,
+}
+
+impl std::fmt::Debug for Location {
+    /// As the derived form would with bare indices, so messages that show a
+    /// location (`PlacementError::NotAt`) read as before the ids.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Location")
+            .field("tier", &self.tier.index())
+            .field("slot", &self.slot)
+            .finish()
+    }
 }
 
 /// Why a placement change was refused. Nothing is changed when it is.
@@ -20,12 +33,12 @@ pub struct Location {
 pub enum PlacementError {
     /// The frame index is beyond the guest's frames.
     #[error("frame {0} out of range")]
-    FrameOutOfRange(usize),
+    FrameOutOfRange(FrameId),
     /// The location names a tier or slot that does not exist.
     #[error("no slot {slot} in tier {tier}")]
     NoSuchSlot {
-        /// Tier index.
-        tier: usize,
+        /// The tier.
+        tier: TierId,
         /// Slot index.
         slot: usize,
     },
@@ -33,7 +46,7 @@ pub enum PlacementError {
     #[error("frame {frame} is at {actual:?}, not {expected:?}")]
     NotAt {
         /// The frame.
-        frame: usize,
+        frame: FrameId,
         /// Where the caller expected it.
         expected: Location,
         /// Where it is.
@@ -42,12 +55,12 @@ pub enum PlacementError {
     /// The destination slot already backs another frame.
     #[error("slot {slot} of tier {tier} already backs frame {frame}")]
     SlotTaken {
-        /// Tier index.
-        tier: usize,
+        /// The tier.
+        tier: TierId,
         /// Slot index.
         slot: usize,
         /// The frame living there.
-        frame: usize,
+        frame: FrameId,
     },
 }
 
@@ -55,7 +68,7 @@ pub enum PlacementError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlacementMap {
     frames: Vec<Location>,
-    owners: Vec<Vec<Option<usize>>>,
+    owners: Vec<Vec<Option<FrameId>>>,
     used: Vec<usize>,
 }
 
@@ -66,12 +79,12 @@ impl PlacementMap {
     /// Builds the map for tiers with `slot_counts` slots from each frame's
     /// location; refuses out-of-range locations and slots used twice.
     pub fn new(slot_counts: &[usize], locations: Vec<Location>) -> Result<Self, PlacementError> {
-        let mut owners: Vec<Vec<Option<usize>>> =
+        let mut owners: Vec<Vec<Option<FrameId>>> =
             slot_counts.iter().map(|n| vec![None; *n]).collect();
         let mut used = vec![0; slot_counts.len()];
         for (frame, loc) in locations.iter().enumerate() {
             let owner = owners
-                .get_mut(loc.tier)
+                .get_mut(loc.tier.index())
                 .and_then(|t| t.get_mut(loc.slot))
                 .ok_or(PlacementError::NoSuchSlot {
                     tier: loc.tier,
@@ -84,8 +97,8 @@ impl PlacementMap {
                     frame: other,
                 });
             }
-            *owner = Some(frame);
-            used[loc.tier] += 1;
+            *owner = Some(FrameId(frame));
+            used[loc.tier.index()] += 1;
         }
         Ok(Self {
             frames: locations,
@@ -105,33 +118,37 @@ impl PlacementMap {
     }
 
     /// Where `frame` lives.
-    pub fn location(&self, frame: usize) -> Option<Location> {
-        self.frames.get(frame).copied()
+    pub fn location(&self, frame: FrameId) -> Option<Location> {
+        self.frames.get(frame.index()).copied()
     }
 
     /// All frames with their locations, in frame order.
-    pub fn iter(&self) -> impl Iterator<Item = (usize, Location)> + '_ {
-        self.frames.iter().copied().enumerate()
+    pub fn iter(&self) -> impl Iterator<Item = (FrameId, Location)> + '_ {
+        (0..).map(FrameId).zip(self.frames.iter().copied())
     }
 
     /// The frame living in `loc`, if any (`None` for free, reserved or
     /// nonexistent slots).
-    pub fn owner(&self, loc: Location) -> Option<usize> {
-        self.owners.get(loc.tier)?.get(loc.slot).copied().flatten()
+    pub fn owner(&self, loc: Location) -> Option<FrameId> {
+        self.owners
+            .get(loc.tier.index())?
+            .get(loc.slot)
+            .copied()
+            .flatten()
     }
 
     /// Number of frames living on `tier` (0 for an unknown tier).
-    pub fn used_frames(&self, tier: usize) -> usize {
-        self.used.get(tier).copied().unwrap_or(0)
+    pub fn used_frames(&self, tier: TierId) -> usize {
+        self.used.get(tier.index()).copied().unwrap_or(0)
     }
 
     /// Number of slots in `tier` (0 for an unknown tier).
-    pub fn slot_count(&self, tier: usize) -> usize {
-        self.owners.get(tier).map_or(0, Vec::len)
+    pub fn slot_count(&self, tier: TierId) -> usize {
+        self.owners.get(tier.index()).map_or(0, Vec::len)
     }
 
     /// The frames living on `tier`, in frame order.
-    pub fn frames_on(&self, tier: usize) -> impl Iterator<Item = usize> + '_ {
+    pub fn frames_on(&self, tier: TierId) -> impl Iterator<Item = FrameId> + '_ {
         self.iter()
             .filter(move |(_, l)| l.tier == tier)
             .map(|(f, _)| f)
@@ -140,7 +157,7 @@ impl PlacementMap {
     /// Moves `frame` from `from` to the free slot `to`. Nothing changes on error.
     pub fn relocate(
         &mut self,
-        frame: usize,
+        frame: FrameId,
         from: Location,
         to: Location,
     ) -> Result<(), PlacementError> {
@@ -153,11 +170,11 @@ impl PlacementMap {
                 frame: other,
             });
         }
-        self.owners[from.tier][from.slot] = None;
-        self.owners[to.tier][to.slot] = Some(frame);
-        self.used[from.tier] -= 1;
-        self.used[to.tier] += 1;
-        self.frames[frame] = to;
+        self.owners[from.tier.index()][from.slot] = None;
+        self.owners[to.tier.index()][to.slot] = Some(frame);
+        self.used[from.tier.index()] -= 1;
+        self.used[to.tier.index()] += 1;
+        self.frames[frame.index()] = to;
         Ok(())
     }
 
@@ -165,22 +182,22 @@ impl PlacementMap {
     /// Nothing changes on error.
     pub fn exchange(
         &mut self,
-        a: usize,
+        a: FrameId,
         a_at: Location,
-        b: usize,
+        b: FrameId,
         b_at: Location,
     ) -> Result<(), PlacementError> {
         self.check_at(a, a_at)?;
         self.check_at(b, b_at)?;
-        self.owners[a_at.tier][a_at.slot] = Some(b);
-        self.owners[b_at.tier][b_at.slot] = Some(a);
-        self.frames[a] = b_at;
-        self.frames[b] = a_at;
+        self.owners[a_at.tier.index()][a_at.slot] = Some(b);
+        self.owners[b_at.tier.index()][b_at.slot] = Some(a);
+        self.frames[a.index()] = b_at;
+        self.frames[b.index()] = a_at;
         // Per-tier counts are unchanged: one frame left each slot, one arrived.
         Ok(())
     }
 
-    fn check_at(&self, frame: usize, expected: Location) -> Result<(), PlacementError> {
+    fn check_at(&self, frame: FrameId, expected: Location) -> Result<(), PlacementError> {
         let actual = self
             .location(frame)
             .ok_or(PlacementError::FrameOutOfRange(frame))?;
@@ -209,20 +226,31 @@ impl PlacementMap {
 mod tests {
     use super::*;
 
+    fn f(frame: usize) -> FrameId {
+        FrameId(frame)
+    }
+
+    fn t(tier: usize) -> TierId {
+        TierId(tier)
+    }
+
     fn loc(tier: usize, slot: usize) -> Location {
-        Location { tier, slot }
+        Location {
+            tier: TierId(tier),
+            slot,
+        }
     }
 
     /// Recounts occupancy from the forward map and checks the reverse index.
     fn assert_consistent(map: &PlacementMap) {
         for tier in 0..map.tier_count() {
-            assert_eq!(map.used_frames(tier), map.frames_on(tier).count());
+            assert_eq!(map.used_frames(t(tier)), map.frames_on(t(tier)).count());
         }
         for (frame, l) in map.iter() {
             assert_eq!(map.owner(l), Some(frame));
         }
         let owned: usize = (0..map.tier_count())
-            .flat_map(|t| (0..map.slot_count(t)).map(move |s| loc(t, s)))
+            .flat_map(|tr| (0..map.slot_count(t(tr))).map(move |s| loc(tr, s)))
             .filter(|l| map.owner(*l).is_some())
             .count();
         assert_eq!(owned, map.frame_count());
@@ -232,12 +260,12 @@ mod tests {
     fn builds_and_answers_queries() {
         let map = PlacementMap::new(&[2, 3], vec![loc(0, 0), loc(1, 2), loc(0, 1)]).unwrap();
         assert_eq!(map.frame_count(), 3);
-        assert_eq!(map.location(1), Some(loc(1, 2)));
-        assert_eq!(map.location(3), None);
-        assert_eq!(map.owner(loc(1, 2)), Some(1));
+        assert_eq!(map.location(f(1)), Some(loc(1, 2)));
+        assert_eq!(map.location(f(3)), None);
+        assert_eq!(map.owner(loc(1, 2)), Some(f(1)));
         assert_eq!(map.owner(loc(1, 0)), None);
-        assert_eq!(map.used_frames(0), 2);
-        assert_eq!(map.frames_on(0).collect::<Vec<_>>(), vec![0, 2]);
+        assert_eq!(map.used_frames(t(0)), 2);
+        assert_eq!(map.frames_on(t(0)).collect::<Vec<_>>(), vec![f(0), f(2)]);
         assert_consistent(&map);
     }
 
@@ -246,28 +274,34 @@ mod tests {
         assert_eq!(
             PlacementMap::new(&[1], vec![loc(0, 0), loc(0, 0)]),
             Err(PlacementError::SlotTaken {
-                tier: 0,
+                tier: t(0),
                 slot: 0,
-                frame: 0
+                frame: f(0)
             })
         );
         assert_eq!(
             PlacementMap::new(&[1], vec![loc(0, 1)]),
-            Err(PlacementError::NoSuchSlot { tier: 0, slot: 1 })
+            Err(PlacementError::NoSuchSlot {
+                tier: t(0),
+                slot: 1
+            })
         );
         assert_eq!(
             PlacementMap::new(&[1], vec![loc(1, 0)]),
-            Err(PlacementError::NoSuchSlot { tier: 1, slot: 0 })
+            Err(PlacementError::NoSuchSlot {
+                tier: t(1),
+                slot: 0
+            })
         );
     }
 
     #[test]
     fn relocate_moves_and_updates_counts() {
         let mut map = PlacementMap::new(&[2, 2], vec![loc(0, 0), loc(0, 1)]).unwrap();
-        map.relocate(1, loc(0, 1), loc(1, 1)).unwrap();
-        assert_eq!(map.location(1), Some(loc(1, 1)));
+        map.relocate(f(1), loc(0, 1), loc(1, 1)).unwrap();
+        assert_eq!(map.location(f(1)), Some(loc(1, 1)));
         assert_eq!(map.owner(loc(0, 1)), None);
-        assert_eq!((map.used_frames(0), map.used_frames(1)), (1, 1));
+        assert_eq!((map.used_frames(t(0)), map.used_frames(t(1))), (1, 1));
         assert_consistent(&map);
     }
 
@@ -276,24 +310,30 @@ mod tests {
         let mut map = PlacementMap::new(&[2, 2], vec![loc(0, 0), loc(1, 0)]).unwrap();
         let before = map.clone();
         assert!(matches!(
-            map.relocate(0, loc(0, 1), loc(1, 1)),
-            Err(PlacementError::NotAt { frame: 0, .. })
+            map.relocate(f(0), loc(0, 1), loc(1, 1)),
+            Err(PlacementError::NotAt {
+                frame: FrameId(0),
+                ..
+            })
         ));
         assert_eq!(
-            map.relocate(0, loc(0, 0), loc(1, 0)),
+            map.relocate(f(0), loc(0, 0), loc(1, 0)),
             Err(PlacementError::SlotTaken {
-                tier: 1,
+                tier: t(1),
                 slot: 0,
-                frame: 1
+                frame: f(1)
             })
         );
         assert_eq!(
-            map.relocate(0, loc(0, 0), loc(1, 2)),
-            Err(PlacementError::NoSuchSlot { tier: 1, slot: 2 })
+            map.relocate(f(0), loc(0, 0), loc(1, 2)),
+            Err(PlacementError::NoSuchSlot {
+                tier: t(1),
+                slot: 2
+            })
         );
         assert_eq!(
-            map.relocate(5, loc(0, 0), loc(1, 1)),
-            Err(PlacementError::FrameOutOfRange(5))
+            map.relocate(f(5), loc(0, 0), loc(1, 1)),
+            Err(PlacementError::FrameOutOfRange(f(5)))
         );
         assert_eq!(map, before);
     }
@@ -301,12 +341,12 @@ mod tests {
     #[test]
     fn exchange_swaps_two_frames() {
         let mut map = PlacementMap::new(&[1, 1], vec![loc(0, 0), loc(1, 0)]).unwrap();
-        map.exchange(0, loc(0, 0), 1, loc(1, 0)).unwrap();
-        assert_eq!(map.location(0), Some(loc(1, 0)));
-        assert_eq!(map.location(1), Some(loc(0, 0)));
+        map.exchange(f(0), loc(0, 0), f(1), loc(1, 0)).unwrap();
+        assert_eq!(map.location(f(0)), Some(loc(1, 0)));
+        assert_eq!(map.location(f(1)), Some(loc(0, 0)));
         assert_consistent(&map);
         let before = map.clone();
-        assert!(map.exchange(0, loc(0, 0), 1, loc(1, 0)).is_err());
+        assert!(map.exchange(f(0), loc(0, 0), f(1), loc(1, 0)).is_err());
         assert_eq!(map, before);
     }
 }

@@ -54,9 +54,13 @@ pub(crate) fn runs_where(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::TierId;
 
     fn loc(tier: usize, slot: usize) -> Location {
-        Location { tier, slot }
+        Location {
+            tier: TierId(tier),
+            slot,
+        }
     }
 
     #[test]

@@ -26,6 +26,7 @@ use crate::config_error::ConfigError;
 use crate::error::Error;
 use crate::frame_table::{FrameTable, MappedRegion};
 use crate::guest_ranges::{GuestRanges, map_all, map_run};
+use crate::ids::{FrameId, TierId};
 use crate::initial_placement::Placement;
 use crate::ledger::{Ledger, LedgerError};
 use crate::placement::{Location, PlacementMap, PlacementSnapshot};
@@ -66,11 +67,8 @@ pub struct TieredMemory {
 /// must not read what an earlier one left there. Slots filled later by
 /// migration are overwritten whole by the copy.
 fn clear_old_data(tiers: &[TierBackend], map: &PlacementMap) -> Result<(), Error> {
-    for frame in 0..map.frame_count() {
-        let Some(loc) = map.location(frame) else {
-            continue;
-        };
-        let tier = &tiers[loc.tier];
+    for (_, loc) in map.iter() {
+        let tier = &tiers[loc.tier.index()];
         if tier.keeps_old_data() && !tier.is_shared() {
             tier.clear_slot(loc.slot).map_err(|source| Error::Backend {
                 tier: tier.name().to_owned(),
@@ -140,9 +138,9 @@ impl TieredMemory {
         &self.tiers
     }
 
-    /// Index of the tier called `name`.
-    pub fn tier_index(&self, name: &str) -> Option<usize> {
-        self.tiers.iter().position(|t| t.name() == name)
+    /// The tier called `name`.
+    pub fn tier_index(&self, name: &str) -> Option<TierId> {
+        self.tiers.iter().position(|t| t.name() == name).map(TierId)
     }
 
     /// The initial placement policy the memory was built with.
@@ -156,7 +154,7 @@ impl TieredMemory {
     }
 
     /// Where `frame` lives now.
-    pub fn location(&self, frame: usize) -> Option<Location> {
+    pub fn location(&self, frame: FrameId) -> Option<Location> {
         self.ledger().map().location(frame)
     }
 
@@ -171,30 +169,30 @@ impl TieredMemory {
         let ledger = self.ledger();
         self.tiers
             .iter()
-            .enumerate()
-            .map(|(i, t)| TierUsage {
+            .zip((0..).map(TierId))
+            .map(|(t, tier)| TierUsage {
                 name: t.name().to_owned(),
                 capacity_frames: t.capacity_frames(),
-                used_frames: ledger.map().used_frames(i),
+                used_frames: ledger.map().used_frames(tier),
             })
             .collect()
     }
 
     /// Slots of `tier` that are allocated but back no frame (migration
     /// destinations in flight, or sources not yet released).
-    pub fn reserved_slots(&self, tier: usize) -> usize {
+    pub fn reserved_slots(&self, tier: TierId) -> usize {
         self.ledger().reserved(tier)
     }
 
     /// Slots of `tier` (within its quota) that neither back a frame nor
     /// are reserved: how many frames could move in now.
-    pub fn free_slots(&self, tier: usize) -> usize {
+    pub fn free_slots(&self, tier: TierId) -> usize {
         let ledger = self.ledger();
         ledger.quota(tier).saturating_sub(ledger.allocated(tier))
     }
 
     /// Reserves one free slot of `tier` as a migration destination.
-    pub fn reserve_slot(&self, tier: usize) -> Result<Location, Error> {
+    pub fn reserve_slot(&self, tier: TierId) -> Result<Location, Error> {
         Ok(self.ledger().reserve(tier, 1)?[0])
     }
 
@@ -203,7 +201,7 @@ impl TieredMemory {
     /// moving together keep consecutive slots and map with one `mmap`.
     pub fn reserve_slot_after(
         &self,
-        tier: usize,
+        tier: TierId,
         prev: Option<Location>,
     ) -> Result<Location, Error> {
         match prev {
@@ -213,7 +211,7 @@ impl TieredMemory {
     }
 
     /// Reserves `count` free slots of `tier`, all or none.
-    pub fn reserve_slots(&self, tier: usize, count: usize) -> Result<Vec<Location>, Error> {
+    pub fn reserve_slots(&self, tier: TierId, count: usize) -> Result<Vec<Location>, Error> {
         Ok(self.ledger().reserve(tier, count)?)
     }
 
@@ -227,16 +225,16 @@ impl TieredMemory {
     /// (call after [`TieredMemory::map_frames`] put `to` under the frame).
     /// `from` stays reserved until released, so it is not handed out while
     /// its contents are being discarded.
-    pub fn commit_move(&self, frame: usize, from: Location, to: Location) -> Result<(), Error> {
+    pub fn commit_move(&self, frame: FrameId, from: Location, to: Location) -> Result<(), Error> {
         Ok(self.ledger().commit_move(frame, from, to)?)
     }
 
     /// Records that frames `a` (at `a_at`) and `b` (at `b_at`) swapped slots.
     pub fn commit_exchange(
         &self,
-        a: usize,
+        a: FrameId,
         a_at: Location,
-        b: usize,
+        b: FrameId,
         b_at: Location,
     ) -> Result<(), Error> {
         Ok(self.ledger().commit_exchange(a, a_at, b, b_at)?)
@@ -247,8 +245,8 @@ impl TieredMemory {
     /// the range never becomes unmapped). The placement map is NOT changed:
     /// that is [`TieredMemory::commit_move`]'s job, once the data is in place.
     /// Refused with a shared backing unless each frame keeps its own slot.
-    pub fn map_frames(&self, first: usize, count: usize, start: Location) -> Result<(), Error> {
-        if self.backing.is_shared() && start.slot != first {
+    pub fn map_frames(&self, first: FrameId, count: usize, start: Location) -> Result<(), Error> {
+        if self.backing.is_shared() && start.slot != first.index() {
             return Err(LedgerError::FixedSlots.into());
         }
         map_run(&self.frames, &self.tiers, first, count, start)
@@ -261,12 +259,12 @@ impl TieredMemory {
     /// slot back before anyone else looks.
     pub fn map_frame_from(
         &self,
-        frame: usize,
+        frame: FrameId,
         fd: std::os::fd::BorrowedFd<'_>,
         offset: u64,
     ) -> Result<(), Error> {
         let host = self.frames.host_addr(frame).ok_or(Error::NotARun {
-            first: frame,
+            first: frame.index(),
             count: 1,
         })?;
         let len = self.frames.frame_size();
@@ -275,7 +273,7 @@ impl TieredMemory {
         // references into guest memory; MAP_FIXED replaces without a gap.
         unsafe { crate::mapping::map_fixed_shared(host as usize, len as usize, fd, offset) }
             .map_err(|source| Error::MapFrames {
-                first: frame,
+                first: frame.index(),
                 count: 1,
                 tier: "bounce".to_owned(),
                 slot: 0,
@@ -291,11 +289,11 @@ impl TieredMemory {
         let ledger = self.ledger();
         let fs = self.frames.frame_size();
         let mut out: Vec<MappedRegion> = Vec::new();
-        for frame in 0..self.frame_count() {
+        for frame in (0..self.frame_count()).map(FrameId) {
             let protectable = ledger
                 .map()
                 .location(frame)
-                .is_some_and(|loc| self.tiers[loc.tier].kind().write_protectable());
+                .is_some_and(|loc| self.tiers[loc.tier.index()].kind().write_protectable());
             let (Some(host), Some(gpa)) = (self.frames.host_addr(frame), self.frames.gpa(frame))
             else {
                 continue;
@@ -329,7 +327,7 @@ impl TieredMemory {
     pub fn leaked_slots(&self) -> Result<Vec<Location>, Error> {
         let ledger = self.ledger();
         let mut leaked = Vec::new();
-        for (tier, backend) in self.tiers.iter().enumerate() {
+        for (tier, backend) in (0..).map(TierId).zip(&self.tiers) {
             // Shared backing keeps every frame's data at its own offset in
             // one memfd: there are no per-tier slots to leak.
             // A preallocated tier keeps released slots' memory on purpose.

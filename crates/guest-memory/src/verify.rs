@@ -25,8 +25,8 @@ pub enum VerifyError {
         "frame {frame} (gpa {gpa:#x}) at host {host_addr:#x} should be {expected} but is {found}"
     )]
     Mismatch {
-        /// Frame index.
-        frame: usize,
+        /// The frame.
+        frame: crate::ids::FrameId,
         /// Frame's guest-physical address.
         gpa: u64,
         /// Host address of the first wrong byte.
@@ -50,7 +50,7 @@ pub(crate) fn verify(
         let (Some(host), Some(gpa)) = (frames.host_addr(frame), frames.gpa(frame)) else {
             continue;
         };
-        let tier = &tiers[loc.tier];
+        let tier = &tiers[loc.tier.index()];
         let expected_offset = loc.slot as u64 * frame_size;
         let mismatch = |addr: u64, found: String| VerifyError::Mismatch {
             frame,

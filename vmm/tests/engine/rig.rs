@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use guest_memory::{FrameId, TierId};
 use guest_memory::{Placement, TierSpec, TieredMemory};
 use tiering::{Engine, TieringPolicy};
 use vmm::devices::hypercall::LogSink;
@@ -91,7 +92,7 @@ fn hot_frames(memory: &TieredMemory, state: &GuestState) -> Option<(u64, Vec<usi
         .filter(|&f| {
             memory
                 .frames()
-                .gpa(f)
+                .gpa(FrameId(f))
                 .is_some_and(|g| hot.gpa < g + FRAME && g < hot.gpa + hot.len)
         })
         .collect();
@@ -125,9 +126,9 @@ pub fn run(vm: &mut Vm, during: impl FnOnce(&Engine, &GuestState) + Send) -> Vec
                 let (hot_fast, fast) = memory.with_placement(|m| {
                     (
                         hot.iter()
-                            .filter(|&&f| m.location(f).is_some_and(|l| l.tier == 0))
+                            .filter(|&&f| m.location(FrameId(f)).is_some_and(|l| l.tier == TierId(0)))
                             .count(),
-                        m.used_frames(0),
+                        m.used_frames(TierId(0)),
                     )
                 });
                 if std::env::var("ENGINE_DEBUG").is_ok() {

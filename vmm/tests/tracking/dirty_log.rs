@@ -111,7 +111,7 @@ fn hot_share(args: &str) -> f64 {
         first.join().unwrap();
     });
     let heat = tracker.collect().unwrap();
-    let first = mem.frames().frame_of_gpa(free.start).unwrap();
+    let first = mem.frames().frame_of_gpa(free.start).unwrap().index();
     let buffer = first..first + 64;
     buffer.clone().filter(|&f| heat.dirty[f] > 0).count() as f64 / buffer.len() as f64
 }

@@ -135,7 +135,7 @@ fn seen(op: &str, kind: TrackerKind, until: Until) -> Seen {
     let state = vm.state().clone();
     let stop = vm.stop_handle();
     let frames = mem.frame_count();
-    let first = mem.frames().frame_of_gpa(free.start).unwrap();
+    let first = mem.frames().frame_of_gpa(free.start).unwrap().index();
     let buffer = first..first + 64;
     let share = |v: &[u64]| buffer.clone().filter(|&f| v[f] > 0).count() as f64 / 64.0;
     let done = std::sync::atomic::AtomicBool::new(false);
@@ -176,7 +176,8 @@ fn seen(op: &str, kind: TrackerKind, until: Until) -> Seen {
         ..mem
             .frames()
             .frame_of_gpa(free.start + free.len - 1)
-            .unwrap();
+            .unwrap()
+            .index();
     assert!(idle.len() > 50, "an idle region of {} frames", idle.len());
     Seen {
         accessed: share(&accessed),

@@ -16,6 +16,8 @@ use access_track::{
     AccessSample, AccessTracker, FaultSampleConfig, FaultSampleTracker, SamplerTotals, TrackerKind,
 };
 use guest_abi::{AccessRange, GpaRange};
+use guest_memory::FrameId;
+use guest_memory::TierId;
 use guest_memory::{Move, Placement, TierSpec};
 use oracle::{Oracle, precision_at_k};
 use tiering::{HeatModel, HeatSettings};
@@ -204,8 +206,8 @@ fn random_moves(mem: &guest_memory::TieredMemory, rng: &mut u64, batch: usize) -
             *rng ^= *rng << 17;
             let frame = (*rng % mem.frame_count() as u64) as usize;
             Move {
-                frame,
-                to_tier: 1 - mem.location(frame).unwrap().tier,
+                frame: FrameId(frame),
+                to_tier: TierId(1 - mem.location(FrameId(frame)).unwrap().tier.index()),
             }
         })
         .collect()
@@ -323,7 +325,7 @@ pub fn run(r: &Run) -> Outcome {
                 // them. The tracker's ranking is judged where the truth is
                 // known: among the frames the descriptor covers.
                 let described = |f: usize| {
-                    mem.frames().gpa(f).is_some_and(|g| {
+                    mem.frames().gpa(FrameId(f)).is_some_and(|g| {
                         truth
                             .ranges
                             .iter()

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 use guest_memory::{BatchReport, Migrator, Move, MoveError, TieredMemory};
+use guest_memory::{FrameId, TierId};
 
 use crate::rng::SplitMix64;
 
@@ -62,10 +63,12 @@ pub fn run_batch(migrator: &dyn Migrator, moves: &[Move]) -> Result<Timed, Batch
 
 /// The move of `frame` to the other of two tiers.
 pub fn flip(memory: &TieredMemory, frame: usize) -> Result<Move, BatchError> {
-    let at = memory.location(frame).ok_or(BatchError::Unplaced(frame))?;
+    let at = memory
+        .location(FrameId(frame))
+        .ok_or(BatchError::Unplaced(frame))?;
     Ok(Move {
-        frame,
-        to_tier: 1 - at.tier.min(1),
+        frame: FrameId(frame),
+        to_tier: TierId(1 - at.tier.index().min(1)),
     })
 }
 
@@ -157,15 +160,22 @@ mod tests {
             .iter()
             .map(|&f| flip(&memory, f).unwrap())
             .collect();
-        assert!(moves.iter().all(|m| m.to_tier == 1), "fast-first placement");
+        assert!(
+            moves.iter().all(|m| m.to_tier == TierId(1)),
+            "fast-first placement"
+        );
         let timed = run_batch(&migrator, &moves).unwrap();
         assert_eq!(timed.report.moved, 3);
         assert!(timed.wall >= timed.report.copy);
-        assert_eq!(flip(&memory, 9).unwrap().to_tier, 0, "now on the slow tier");
+        assert_eq!(
+            flip(&memory, 9).unwrap().to_tier,
+            TierId(0),
+            "now on the slow tier"
+        );
 
         let bad = [Move {
-            frame: 4,
-            to_tier: 7,
+            frame: FrameId(4),
+            to_tier: TierId(7),
         }];
         let err = run_batch(&migrator, &bad).unwrap_err();
         assert!(
@@ -184,7 +194,7 @@ mod tests {
             matches!(
                 &err,
                 BatchError::Incomplete { first: Some(e), .. }
-                    if matches!(e.source, guest_memory::StepError::NoSuchTier(7))
+                    if matches!(e.source, guest_memory::StepError::NoSuchTier(TierId(7)))
             ),
             "{err:?}"
         );

@@ -6,6 +6,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 use guest_abi::GpaRange;
+use guest_memory::FrameId;
 use guest_memory::{BackendSpec, MemoryConfig, Placement, TierSpec, TieredMemory};
 use vmm::migration::{MigrationConfig, MigratorKind};
 use vmm::vm::{PayloadSource, VmConfig};
@@ -136,6 +137,7 @@ pub fn pool(
         GuestLoad::WriteBusy => {
             let first = frames
                 .frame_of_gpa(free.start)
+                .map(FrameId::index)
                 .ok_or_else(|| too_big(format!("at free RAM {:#x}", free.start)))?;
             let pool: Vec<usize> = (first..first + pool_frames).collect();
             let buffer_end = free.start + layout.buffer_bytes;
@@ -144,7 +146,7 @@ pub fn pool(
                 || covered != layout.buffer_bytes
                 || pool
                     .iter()
-                    .any(|&f| frames.gpa(f).is_none_or(|g| g >= buffer_end))
+                    .any(|&f| frames.gpa(FrameId(f)).is_none_or(|g| g >= buffer_end))
             {
                 return Err(too_big(format!(
                     "memcheck's buffer of {} at {:#x}",
@@ -159,7 +161,7 @@ pub fn pool(
             let count = memory.frame_count();
             let first = count.checked_sub(pool_frames);
             let pool: Vec<usize> = first.map(|f| (f..count).collect()).unwrap_or_default();
-            let clear = |&f: &usize| frames.gpa(f).is_some_and(|g| g >= used_end);
+            let clear = |&f: &usize| frames.gpa(FrameId(f)).is_some_and(|g| g >= used_end);
             if pool.len() != pool_frames || !pool.iter().all(clear) {
                 return Err(too_big(format!(
                     "in {} of RAM above the workload's last byte {:#x}",

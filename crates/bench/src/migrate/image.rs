@@ -6,6 +6,7 @@
 use thiserror::Error;
 use vm_memory::{Bytes, GuestAddress};
 
+use guest_memory::FrameId;
 use guest_memory::TieredMemory;
 
 use crate::rng::SplitMix64;
@@ -101,11 +102,14 @@ pub fn fill_pattern(
     let fs = memory.frame_size();
     let mut bytes = vec![0u8; fs as usize];
     for &frame in frames {
-        let gpa = memory.frames().gpa(frame).ok_or(PatternError::Fill {
-            frame,
-            gpa: 0,
-            why: "no such frame".to_owned(),
-        })?;
+        let gpa = memory
+            .frames()
+            .gpa(FrameId(frame))
+            .ok_or(PatternError::Fill {
+                frame,
+                gpa: 0,
+                why: "no such frame".to_owned(),
+            })?;
         for (i, word) in bytes.chunks_exact_mut(8).enumerate() {
             word.copy_from_slice(&pattern_word(seed, gpa + i as u64 * 8).to_le_bytes());
         }
@@ -134,7 +138,7 @@ pub fn check_pattern(
     for &frame in frames {
         let start = memory
             .frames()
-            .gpa(frame)
+            .gpa(FrameId(frame))
             .ok_or(PatternError::Unreadable(0))?;
         for gpa in (start..start + fs).step_by(8) {
             let got = reader.read(gpa).ok_or(PatternError::Unreadable(gpa))?;
@@ -178,7 +182,7 @@ mod tests {
         fill_pattern(&mem, &frames, 5).unwrap();
         assert_eq!(check_pattern(&mem, &frames, 5).unwrap(), 3 * 8192);
         assert!(check_pattern(&mem, &frames, 6).is_err(), "seeded");
-        let gpa = mem.frames().gpa(7).unwrap() + 4096 + 16;
+        let gpa = mem.frames().gpa(FrameId(7)).unwrap() + 4096 + 16;
         mem.guest_memory()
             .write_obj(0xdead_beef_u64, GuestAddress(gpa))
             .unwrap();

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use guest_memory::{Move, Placement};
+use guest_memory::{Move, Placement, TierId};
 use indicatif::ProgressBar;
 
 use super::batch::{BatchError, Picker, flip, run_batch};
@@ -146,7 +146,7 @@ fn swaps(
         let mut slow = Vec::new();
         for frame in picker.pick(4 * want) {
             let m = flip(driving.memory, frame)?;
-            if m.to_tier == 1 {
+            if m.to_tier == TierId(1) {
                 fast.push(m);
             } else {
                 slow.push(m);

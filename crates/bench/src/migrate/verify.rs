@@ -4,6 +4,7 @@
 //! failure is an error: a benchmark that loses data must not print a
 //! number.
 
+use guest_memory::TierId;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -40,7 +41,7 @@ pub enum VerifyError {
         /// Slots leaked.
         count: usize,
         /// Tier of the first.
-        tier: usize,
+        tier: TierId,
         /// Slot of the first.
         slot: usize,
     },

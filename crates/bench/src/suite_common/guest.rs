@@ -200,7 +200,7 @@ fn sample(state: &GuestState, memory: &TieredMemory) -> Sample {
     let phase = phase.filter(|&p| !state.reports().iter().any(|r| r.phase == p));
     let tiers = memory.with_placement(|m| {
         m.iter()
-            .map(|(_, loc)| u8::try_from(loc.tier).unwrap_or(u8::MAX))
+            .map(|(_, loc)| u8::try_from(loc.tier.index()).unwrap_or(u8::MAX))
             .collect()
     });
     Sample {

@@ -9,15 +9,16 @@
 
 use std::collections::HashSet;
 
+use crate::ids::{FrameId, TierId};
 use crate::tiered::TieredMemory;
 
 /// Move one frame to a tier.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Move {
-    /// Frame index.
-    pub frame: usize,
-    /// Destination tier index.
-    pub to_tier: usize,
+    /// The frame.
+    pub frame: FrameId,
+    /// Its destination tier.
+    pub to_tier: TierId,
 }
 
 /// Two frames on different tiers that swap tiers (and slots): the way a
@@ -25,9 +26,9 @@ pub struct Move {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Exchange {
     /// One frame.
-    pub a: usize,
+    pub a: FrameId,
     /// The other frame.
-    pub b: usize,
+    pub b: FrameId,
 }
 
 /// What one [`super::Migrator::migrate`] call is asked to do.
@@ -44,12 +45,12 @@ impl Batch {
     }
 
     /// Adds a plain move.
-    pub fn push_move(&mut self, frame: usize, to_tier: usize) {
+    pub fn push_move(&mut self, frame: FrameId, to_tier: TierId) {
         self.moves.push(Move { frame, to_tier });
     }
 
     /// Adds an exchange of `a` and `b`.
-    pub fn push_exchange(&mut self, a: usize, b: usize) {
+    pub fn push_exchange(&mut self, a: FrameId, b: FrameId) {
         self.exchanges.push(Exchange { a, b });
     }
 
@@ -85,18 +86,20 @@ impl Batch {
     /// outcome says so.
     pub fn pairing(moves: &[Move], memory: &TieredMemory) -> Self {
         let tiers = memory.tiers().len();
-        let mut free: Vec<usize> = (0..tiers).map(|t| memory.free_slots(t)).collect();
+        let mut free: Vec<usize> = (0..tiers).map(|t| memory.free_slots(TierId(t))).collect();
         let mut freed = vec![0usize; tiers];
         let mut seen = HashSet::new();
         let mut batch = Batch::new();
-        let mut blocked: Vec<(Move, usize)> = Vec::new();
+        let mut blocked: Vec<(Move, TierId)> = Vec::new();
         for &m in moves {
             let from = memory.location(m.frame).map(|l| l.tier);
             match from {
-                Some(from) if seen.insert(m.frame) && m.to_tier < tiers && from != m.to_tier => {
-                    if free[m.to_tier] > 0 {
-                        free[m.to_tier] -= 1;
-                        freed[from] += 1;
+                Some(from)
+                    if seen.insert(m.frame) && m.to_tier.index() < tiers && from != m.to_tier =>
+                {
+                    if free[m.to_tier.index()] > 0 {
+                        free[m.to_tier.index()] -= 1;
+                        freed[from.index()] += 1;
                         batch.moves.push(m);
                     } else {
                         blocked.push((m, from));
@@ -109,8 +112,8 @@ impl Batch {
         // slots are free only after the retry, too late for the others.
         let mut full = Vec::new();
         for (m, from) in blocked {
-            if freed[m.to_tier] > 0 {
-                freed[m.to_tier] -= 1;
+            if freed[m.to_tier.index()] > 0 {
+                freed[m.to_tier.index()] -= 1;
                 batch.moves.push(m);
             } else {
                 full.push((m, from));
@@ -174,7 +177,10 @@ mod tests {
     }
 
     fn mv(frame: usize, to_tier: usize) -> Move {
-        Move { frame, to_tier }
+        Move {
+            frame: FrameId(frame),
+            to_tier: TierId(to_tier),
+        }
     }
 
     #[test]
@@ -190,7 +196,13 @@ mod tests {
     fn moves_between_two_full_tiers_pair_into_exchanges() {
         let memory = memory(2);
         let batch = Batch::pairing(&[mv(2, 0), mv(0, 1), mv(3, 0)], &memory);
-        assert_eq!(batch.exchanges(), &[Exchange { a: 2, b: 0 }]);
+        assert_eq!(
+            batch.exchanges(),
+            &[Exchange {
+                a: FrameId(2),
+                b: FrameId(0)
+            }]
+        );
         // Nothing leaves the fast tier for frame 3: the migrator refuses it.
         assert_eq!(batch.moves(), &[mv(3, 0)]);
         assert_eq!(batch.frames(), 3);

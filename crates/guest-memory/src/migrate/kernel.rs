@@ -38,6 +38,7 @@ use super::kernel_pages::{FrameJob, PageCounts, PageMover};
 use super::kernel_plan::{self, PlannedMove};
 use super::outcome::{BatchOutcome, MoveError, MoveStep, StepError};
 use crate::backing::Backing;
+use crate::ids::{FrameId, TierId};
 use crate::move_pages::page_size;
 use crate::shared_numa::{FileWindow, bind_range};
 use crate::tiered::TieredMemory;
@@ -164,8 +165,8 @@ impl KernelMigrator {
         out: &mut BatchOutcome,
     ) -> (Vec<bool>, PageCounts) {
         let (Some(first), Some(last)) = (
-            moves.iter().map(|m| m.frame).min(),
-            moves.iter().map(|m| m.frame).max(),
+            moves.iter().map(|m| m.frame.index()).min(),
+            moves.iter().map(|m| m.frame.index()).max(),
         ) else {
             return (Vec::new(), PageCounts::default());
         };
@@ -190,7 +191,7 @@ impl KernelMigrator {
         kernel_plan::settle(moves, &mut progress.ok);
         for (i, m) in moves.iter().enumerate() {
             if before[i] && !progress.ok[i] {
-                let partner = m.depends_on.map_or(0, |c| moves[c].frame);
+                let partner = m.depends_on.map_or(FrameId(0), |c| moves[c].frame);
                 why[i] = Some((MoveStep::MovePages, StepError::PartnerFailed(partner)));
             }
         }
@@ -369,45 +370,46 @@ impl KernelMigrator {
     }
 
     /// Binds `frame`'s file range to `tier`'s node.
-    fn set_policy(&self, frame: usize, tier: usize) -> Result<(), StepError> {
-        let node = self.nodes[tier];
+    fn set_policy(&self, frame: FrameId, tier: TierId) -> Result<(), StepError> {
+        let node = self.nodes[tier.index()];
         if self.faults.should_fail(Step::Remap) {
             return Err(StepError::Injected);
         }
         let fs = self.memory.frame_size();
         let fd = self.memory.tiers()[0].fd();
-        bind_range(fd, frame as u64 * fs, fs, node).map_err(|err| StepError::os("mbind", err))
+        bind_range(fd, frame.index() as u64 * fs, fs, node)
+            .map_err(|err| StepError::os("mbind", err))
     }
 
     fn job(&self, m: &PlannedMove) -> FrameJob {
         let fs = self.memory.frame_size();
         FrameJob {
             host: self.memory.frames().host_addr(m.frame).unwrap_or(0) as usize,
-            offset: m.frame as u64 * fs,
+            offset: m.frame.index() as u64 * fs,
             home: self.node(m.from.tier),
             target: self.target_node(m.to.tier),
         }
     }
 
-    fn node(&self, tier: usize) -> i32 {
+    fn node(&self, tier: TierId) -> i32 {
         // Checked to fit when the migrator was made.
-        i32::try_from(self.nodes[tier]).unwrap_or(i32::MAX)
+        i32::try_from(self.nodes[tier.index()]).unwrap_or(i32::MAX)
     }
 
     #[cfg(not(test))]
-    fn target_node(&self, tier: usize) -> i32 {
+    fn target_node(&self, tier: TierId) -> i32 {
         self.node(tier)
     }
 
     #[cfg(test)]
-    fn target_node(&self, tier: usize) -> i32 {
+    fn target_node(&self, tier: TierId) -> i32 {
         self.target_override.unwrap_or_else(|| self.node(tier))
     }
 
-    fn tier_name(&self, tier: usize) -> String {
+    fn tier_name(&self, tier: TierId) -> String {
         self.memory
             .tiers()
-            .get(tier)
+            .get(tier.index())
             .map_or_else(|| format!("#{tier}"), |t| t.name().to_owned())
     }
 }
@@ -415,8 +417,8 @@ impl KernelMigrator {
 /// The frames from the batch's first to its last (page work is done for
 /// the batch as a whole).
 fn batch_range(moves: &[PlannedMove]) -> std::ops::Range<usize> {
-    let first = moves.iter().map(|m| m.frame).min().unwrap_or(0);
-    let last = moves.iter().map(|m| m.frame).max().unwrap_or(first);
+    let first = moves.iter().map(|m| m.frame.index()).min().unwrap_or(0);
+    let last = moves.iter().map(|m| m.frame.index()).max().unwrap_or(first);
     first..last + 1
 }
 
@@ -464,7 +466,7 @@ mod tests {
     }
 
     fn touch(memory: &TieredMemory, frame: usize) {
-        let host = memory.frames().host_addr(frame).unwrap();
+        let host = memory.frames().host_addr(FrameId(frame)).unwrap();
         for page in 0..memory.frame_size() / 4096 {
             // SAFETY: inside the guest range of a live memory; nothing
             // else uses it in this test.
@@ -484,8 +486,8 @@ mod tests {
         let before = memory.placement();
         let (out, pages) = migrator.migrate_pages(&Batch::from(
             &[Move {
-                frame: 0,
-                to_tier: 1,
+                frame: FrameId(0),
+                to_tier: TierId(1),
             }][..],
         ));
         let report = &out.report;
@@ -505,7 +507,13 @@ mod tests {
             "{pages:?}"
         );
         assert_eq!(memory.placement(), before);
-        assert_eq!((memory.reserved_slots(0), memory.reserved_slots(1)), (0, 0));
+        assert_eq!(
+            (
+                memory.reserved_slots(TierId(0)),
+                memory.reserved_slots(TierId(1))
+            ),
+            (0, 0)
+        );
         assert_eq!(report.bytes, 0);
         // The call was made with MPOL_MF_MOVE_ALL where this thread may.
         assert_eq!(migrator.move_all(), has_cap_sys_nice(false));
@@ -565,8 +573,8 @@ mod tests {
                 has_cap_sys_nice(true);
                 migrator.migrate_pages(&Batch::from(
                     &[Move {
-                        frame: 1,
-                        to_tier: 1,
+                        frame: FrameId(1),
+                        to_tier: TierId(1),
                     }][..],
                 ))
             })

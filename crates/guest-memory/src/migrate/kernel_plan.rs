@@ -11,6 +11,7 @@ use std::collections::HashSet;
 use super::batch::{Batch, Exchange, Move};
 use super::faults::{FaultInjection, Step};
 use super::outcome::{MoveError, MoveStep, StepError};
+use crate::ids::{FrameId, TierId};
 use crate::ledger::{Ledger, LedgerError};
 use crate::placement::Location;
 
@@ -18,7 +19,7 @@ use crate::placement::Location;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct PlannedMove {
     /// Frame.
-    pub frame: usize,
+    pub frame: FrameId,
     /// Where it is.
     pub from: Location,
     /// Where it goes (same slot, other tier).
@@ -45,7 +46,7 @@ pub(crate) fn plan(
     ledger: &mut Ledger,
     batch: &Batch,
     faults: &FaultInjection,
-    name: &dyn Fn(usize) -> String,
+    name: &dyn Fn(TierId) -> String,
 ) -> BatchPlan {
     let mut plan = BatchPlan::default();
     let mut seen = HashSet::new();
@@ -81,7 +82,7 @@ pub(crate) fn plan(
 fn check(
     ledger: &Ledger,
     plan: &mut BatchPlan,
-    seen: &mut HashSet<usize>,
+    seen: &mut HashSet<FrameId>,
     m: Move,
 ) -> Option<Location> {
     if !seen.insert(m.frame) {
@@ -93,7 +94,7 @@ fn check(
         refuse(plan, m, MoveStep::Check, StepError::NoSuchFrame { frames });
         return None;
     };
-    if m.to_tier >= ledger.map().tier_count() {
+    if m.to_tier.index() >= ledger.map().tier_count() {
         refuse(plan, m, MoveStep::Check, StepError::NoSuchTier(m.to_tier));
         return None;
     }
@@ -119,7 +120,7 @@ fn place_blocked(
     ledger: &mut Ledger,
     plan: &mut BatchPlan,
     blocked: &[(Move, Location)],
-    name: &dyn Fn(usize) -> String,
+    name: &dyn Fn(TierId) -> String,
 ) {
     let mut creditor = vec![false; plan.moves.len()];
     for &(m, _) in blocked {
@@ -146,10 +147,10 @@ fn place_blocked(
 fn plan_exchange(
     ledger: &mut Ledger,
     plan: &mut BatchPlan,
-    seen: &mut HashSet<usize>,
+    seen: &mut HashSet<FrameId>,
     x: Exchange,
     faults: &FaultInjection,
-    name: &dyn Fn(usize) -> String,
+    name: &dyn Fn(TierId) -> String,
 ) {
     let map = ledger.map();
     let (Some(a_at), Some(b_at)) = (map.location(x.a), map.location(x.b)) else {
@@ -162,7 +163,7 @@ fn plan_exchange(
         let to_tier = map
             .location(x.a)
             .or(map.location(x.b))
-            .map_or(0, |l| l.tier);
+            .map_or(TierId::FAST, |l| l.tier);
         plan.refused.push(MoveError::frame(
             bad,
             to_tier,
@@ -276,11 +277,14 @@ mod tests {
     use super::*;
 
     fn mv(frame: usize, to_tier: usize) -> Move {
-        Move { frame, to_tier }
+        Move {
+            frame: FrameId(frame),
+            to_tier: TierId(to_tier),
+        }
     }
 
-    fn name(tier: usize) -> String {
-        ["fast", "slow"][tier].to_owned()
+    fn name(tier: TierId) -> String {
+        ["fast", "slow"][tier.index()].to_owned()
     }
 
     fn run(ledger: &mut Ledger, batch: &[Move]) -> BatchPlan {
@@ -306,7 +310,13 @@ mod tests {
         );
         assert_eq!(p.skipped, 2);
         assert_eq!(p.moves.len(), 1);
-        assert_eq!(p.moves[0].to, Location { tier: 0, slot: 2 });
+        assert_eq!(
+            p.moves[0].to,
+            Location {
+                tier: TierId(0),
+                slot: 2
+            }
+        );
         let refused: Vec<String> = p.refused.iter().map(text).collect();
         assert_eq!(
             refused,
@@ -315,7 +325,7 @@ mod tests {
                 "frame 1 -> tier 7: check failed: no tier 7".to_owned()
             ]
         );
-        assert_eq!(ledger.reserved(0), 1);
+        assert_eq!(ledger.reserved(TierId(0)), 1);
     }
 
     #[test]
@@ -329,7 +339,7 @@ mod tests {
             "{:?}",
             p.refused
         );
-        assert_eq!(ledger.reserved(0), 0);
+        assert_eq!(ledger.reserved(TierId(0)), 0);
     }
 
     #[test]
@@ -339,8 +349,8 @@ mod tests {
         let p = run(&mut ledger, &[mv(2, 0), mv(0, 1)]);
         assert!(p.refused.is_empty(), "{:?}", p.refused);
         assert_eq!(p.moves.len(), 2);
-        assert_eq!(p.moves[0].frame, 0);
-        assert_eq!(p.moves[1].frame, 2);
+        assert_eq!(p.moves[0].frame, FrameId(0));
+        assert_eq!(p.moves[1].frame, FrameId(2));
         assert_eq!(p.moves[1].depends_on, Some(0));
         // If the demotion fails, the promotion must not stand.
         let mut ok = vec![false, true];
@@ -353,8 +363,8 @@ mod tests {
     fn two_full_tiers_exchange_both_ways() {
         let mut ledger = Ledger::fixed(&[2, 2], &[0, 0, 1, 1]).unwrap();
         let mut batch = Batch::new();
-        batch.push_move(3, 0);
-        batch.push_exchange(2, 1);
+        batch.push_move(FrameId(3), TierId(0));
+        batch.push_exchange(FrameId(2), FrameId(1));
         let p = plan(&mut ledger, &batch, &FaultInjection::default(), &name);
         assert_eq!(p.moves.len(), 2);
         assert_eq!(p.moves[0].depends_on, Some(1));

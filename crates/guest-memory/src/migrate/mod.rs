@@ -29,6 +29,7 @@ mod urgent;
 
 use std::fmt::Debug;
 
+use crate::ids::{FrameId, TierId};
 use crate::tiered::TieredMemory;
 
 pub use batch::{Batch, Exchange, Move};
@@ -68,7 +69,7 @@ pub trait Migrator: Send + Sync + Debug {
     }
 
     /// Moves `frames` to tier `to_tier`.
-    fn migrate_frames(&self, frames: &[usize], to_tier: usize) -> BatchOutcome {
+    fn migrate_frames(&self, frames: &[FrameId], to_tier: TierId) -> BatchOutcome {
         let mut batch = Batch::new();
         for &frame in frames {
             batch.push_move(frame, to_tier);

@@ -15,6 +15,7 @@ use super::report::BatchReport;
 use super::stop::StopError;
 use crate::backend_error::BackendError;
 use crate::error::Error as MemoryError;
+use crate::ids::{FrameId, TierId};
 use crate::uffd::UffdError;
 
 /// The step of a move that failed.
@@ -75,14 +76,14 @@ pub enum StepError {
     },
     /// The tier does not exist.
     #[error("no tier {0}")]
-    NoSuchTier(usize),
+    NoSuchTier(TierId),
     /// The two frames of an exchange are on the same tier.
     #[error("frames {a} and {b} of an exchange are both on tier '{tier}'")]
     SameTier {
         /// One frame.
-        a: usize,
+        a: FrameId,
         /// The other.
-        b: usize,
+        b: FrameId,
         /// Their tier.
         tier: String,
     },
@@ -97,7 +98,7 @@ pub enum StepError {
     /// The move depended on another one (its exchange partner, or the move
     /// whose room it took), which failed.
     #[error("aborted with frame {0}, whose move it depended on")]
-    PartnerFailed(usize),
+    PartnerFailed(FrameId),
     /// The memory's bookkeeping (slots, placement map, mappings) refused.
     #[error("tiered memory")]
     Memory(#[source] Arc<MemoryError>),
@@ -181,7 +182,7 @@ pub struct MoveError {
     /// The frames concerned: one frame, or a run that failed as one.
     pub frames: Range<usize>,
     /// Their destination tier.
-    pub to_tier: usize,
+    pub to_tier: TierId,
     /// The step that failed.
     pub step: MoveStep,
     /// Why.
@@ -191,9 +192,9 @@ pub struct MoveError {
 
 impl MoveError {
     /// A failure of one frame's move.
-    pub fn frame(frame: usize, to_tier: usize, step: MoveStep, source: StepError) -> Self {
+    pub fn frame(frame: FrameId, to_tier: TierId, step: MoveStep, source: StepError) -> Self {
         MoveError {
-            frames: frame..frame + 1,
+            frames: frame.index()..frame.index() + 1,
             to_tier,
             step,
             source,
@@ -213,11 +214,11 @@ fn frames_text(frames: &Range<usize>) -> String {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MovedFrame {
     /// The frame.
-    pub frame: usize,
+    pub frame: FrameId,
     /// Its tier before.
-    pub from_tier: usize,
+    pub from_tier: TierId,
     /// Its tier now.
-    pub to_tier: usize,
+    pub to_tier: TierId,
     /// Whether it swapped places with another frame.
     pub exchanged: bool,
 }
@@ -251,9 +252,9 @@ impl BatchOutcome {
     /// Records that `frame` moved.
     pub fn record_moved(
         &mut self,
-        frame: usize,
-        from_tier: usize,
-        to_tier: usize,
+        frame: FrameId,
+        from_tier: TierId,
+        to_tier: TierId,
         exchanged: bool,
     ) {
         self.moved.push(MovedFrame {

@@ -48,6 +48,7 @@ use super::outcome::{BatchOutcome, MoveError, MoveStep, StepError};
 use super::stop::WriteStop;
 use super::urgent::Urgent;
 use crate::gpa_range::GpaRange;
+use crate::ids::{FrameId, TierId};
 use crate::placement::Location;
 use crate::runs::runs_where;
 use crate::tiered::TieredMemory;
@@ -93,7 +94,7 @@ impl PrecopyConfig {
 /// A plain move with its destination reserved.
 #[derive(Clone, Copy, Debug)]
 struct Planned {
-    frame: usize,
+    frame: FrameId,
     from: Location,
     to: Location,
 }
@@ -101,9 +102,9 @@ struct Planned {
 /// Two frames swapping slots.
 #[derive(Clone, Copy, Debug)]
 struct Pair {
-    a: usize,
+    a: FrameId,
     a_at: Location,
-    b: usize,
+    b: FrameId,
     b_at: Location,
 }
 
@@ -218,20 +219,20 @@ impl RemapMigrator {
         self.memory.frame_size()
     }
 
-    fn host(&self, frame: usize) -> u64 {
+    fn host(&self, frame: FrameId) -> u64 {
         self.memory.frames().host_addr(frame).unwrap_or(0)
     }
 
     fn view(&self, loc: Location) -> u64 {
-        self.memory.tiers()[loc.tier]
+        self.memory.tiers()[loc.tier.index()]
             .slot_view_addr(loc.slot)
             .unwrap_or(0)
     }
 
     /// Whether tier `tier`'s mappings can be write-protected (and so are
     /// registered with the guard).
-    fn protectable(&self, tier: usize) -> bool {
-        self.memory.tiers()[tier].kind().write_protectable()
+    fn protectable(&self, tier: TierId) -> bool {
+        self.memory.tiers()[tier.index()].kind().write_protectable()
     }
 
     /// How writers are held out of frames mapped from `locs`.
@@ -246,7 +247,7 @@ impl RemapMigrator {
     /// Holds writers out of `frames`: opens the guard's window over them
     /// and write-protects them, or stops every writer. Returns what to
     /// [`release`](Self::release) and whether the hold took.
-    fn hold_writers(&self, hold: Hold, frames: &[usize]) -> (Held, StepResult) {
+    fn hold_writers(&self, hold: Hold, frames: &[FrameId]) -> (Held, StepResult) {
         match hold {
             Hold::Protect => {
                 self.guard.open_window(&self.runs(frames));
@@ -292,7 +293,7 @@ impl RemapMigrator {
 
     /// Registers a new mapping of tier `tier` over `[host, host + len)`
     /// with the guard, unless the tier cannot be registered.
-    fn register(&self, host: u64, len: u64, tier: usize) -> Result<(), StepError> {
+    fn register(&self, host: u64, len: u64, tier: TierId) -> Result<(), StepError> {
         if !self.protectable(tier) {
             return Ok(());
         }
@@ -328,7 +329,7 @@ impl RemapMigrator {
     /// that refuses is registered and tried once more: its frames may have
     /// moved in a batch whose registration failed (see
     /// [`register_moved`](Self::register_moved)).
-    fn protect(&self, frames: &[usize]) -> StepResult {
+    fn protect(&self, frames: &[FrameId]) -> StepResult {
         for (start, len) in self.runs(frames) {
             let uffd = self.guard.uffd();
             uffd.protect(start, len)
@@ -342,7 +343,7 @@ impl RemapMigrator {
     }
 
     /// Host ranges of `frames`, adjacent frames merged.
-    fn runs(&self, frames: &[usize]) -> Vec<(u64, u64)> {
+    fn runs(&self, frames: &[FrameId]) -> Vec<(u64, u64)> {
         let mut starts: Vec<u64> = frames.iter().map(|&f| self.host(f)).collect();
         starts.sort_unstable();
         let fs = self.frame_size();
@@ -358,7 +359,7 @@ impl RemapMigrator {
 
     /// Removes protection from `frames` still on their source mapping and
     /// wakes their writers.
-    fn unprotect(&self, frames: &[usize]) {
+    fn unprotect(&self, frames: &[FrameId]) {
         for (start, len) in self.runs(frames) {
             // Cannot fail on a registered range; if it did, the guard's
             // handler lifts the protection when a writer faults.
@@ -368,7 +369,7 @@ impl RemapMigrator {
 
     /// Maps `loc` over `frame` again after a failed remap, re-registers and
     /// wakes. The source slot holds the frame's latest data.
-    fn restore_mapping(&self, frame: usize, loc: Location) {
+    fn restore_mapping(&self, frame: FrameId, loc: Location) {
         let (host, fs) = (self.host(frame), self.frame_size());
         // The mapping was replaced or may have been: map the source back.
         // This cannot reasonably fail (same file, offset and size as the
@@ -384,9 +385,10 @@ impl RemapMigrator {
     fn remap_runs(&self, moves: &[Planned]) -> Vec<Vec<Planned>> {
         let mut sorted = moves.to_vec();
         sorted.sort_by_key(|m| m.frame);
-        let frames: Vec<(usize, Location)> = sorted.iter().map(|m| (m.frame, m.to)).collect();
+        let frames: Vec<(usize, Location)> =
+            sorted.iter().map(|m| (m.frame.index(), m.to)).collect();
         let table = self.memory.frames();
-        runs_where(&frames, |first, count| table.is_run(first, count))
+        runs_where(&frames, |first, count| table.is_run(FrameId(first), count))
             .into_iter()
             .map(|run| sorted[run.first..run.first + run.count].to_vec())
             .collect()
@@ -442,7 +444,7 @@ impl RemapMigrator {
                 Ok(()) => {
                     if self.protectable(first.to.tier) {
                         self.guard.replaced(host, len);
-                        mapped.push((first.frame, count));
+                        mapped.push((first.frame.index(), count));
                     }
                     let _ = self.guard.uffd().wake(host, len);
                     self.record_stalls(host, len, out);
@@ -473,8 +475,12 @@ impl RemapMigrator {
             return;
         }
         let fs = self.frame_size();
-        let range = |first: usize, count: usize| (self.host(first), fs * count as u64);
-        let to_tier = |first: usize| self.memory.location(first).map_or(0, |l| l.tier);
+        let range = |first: usize, count: usize| (self.host(FrameId(first)), fs * count as u64);
+        let to_tier = |first: usize| {
+            self.memory
+                .location(FrameId(first))
+                .map_or(TierId::FAST, |l| l.tier)
+        };
         let unregistered = |first: usize, count: usize, source| MoveError {
             frames: first..first + count,
             to_tier: to_tier(first),
@@ -516,9 +522,9 @@ impl RemapMigrator {
         self.memory.with_placement(|map| {
             for i in 1..runs.len() {
                 let (prev_end, next) = (runs[i - 1].0 + runs[i - 1].1, runs[i].0);
-                let joins = frames.is_run(runs[begin].0, next + runs[i].1 - runs[begin].0)
+                let joins = frames.is_run(FrameId(runs[begin].0), next + runs[i].1 - runs[begin].0)
                     && (prev_end..next).all(|f| {
-                        map.location(f)
+                        map.location(FrameId(f))
                             .is_some_and(|loc| self.protectable(loc.tier))
                     });
                 if !joins {
@@ -534,7 +540,7 @@ impl RemapMigrator {
     /// Puts `moves` back: protection off (or source re-mapped), writers
     /// woken, destinations released, moves counted as aborted.
     fn abort(&self, moves: &[Planned], hold: Hold, why: Failure, out: &mut BatchOutcome) {
-        let frames: Vec<usize> = moves.iter().map(|m| m.frame).collect();
+        let frames: Vec<FrameId> = moves.iter().map(|m| m.frame).collect();
         if hold == Hold::Protect {
             self.unprotect(&frames);
         }
@@ -556,7 +562,7 @@ impl RemapMigrator {
     /// already have filled it (memory the host would otherwise not get
     /// back), then released.
     fn drop_destination(&self, to: Location) {
-        let _ = self.memory.tiers()[to.tier].discard_slot(to.slot);
+        let _ = self.memory.tiers()[to.tier.index()].discard_slot(to.slot);
         let _ = self.memory.release_slot(to);
     }
 
@@ -567,7 +573,7 @@ impl RemapMigrator {
                 Ok(()) => {
                     // The data is gone from the source only after commit;
                     // punching fails harmlessly on backings without holes.
-                    let _ = self.memory.tiers()[m.from.tier].discard_slot(m.from.slot);
+                    let _ = self.memory.tiers()[m.from.tier.index()].discard_slot(m.from.slot);
                     let _ = self.memory.release_slot(m.from);
                     out.record_moved(m.frame, m.from.tier, m.to.tier, false);
                 }
@@ -735,7 +741,7 @@ impl RemapMigrator {
 
     /// The pages of `carried` that lie in the frames of `moves`.
     fn carried_for(memory: &TieredMemory, moves: &[Planned], carried: &[u64]) -> Vec<u64> {
-        let mine: HashSet<usize> = moves.iter().map(|m| m.frame).collect();
+        let mine: HashSet<FrameId> = moves.iter().map(|m| m.frame).collect();
         let frames = memory.frames();
         carried
             .iter()
@@ -759,7 +765,7 @@ impl RemapMigrator {
         }
         // Writers may wait on this thread from here to the last wake.
         let _urgent = Urgent::new();
-        let frames: Vec<usize> = moves.iter().map(|m| m.frame).collect();
+        let frames: Vec<FrameId> = moves.iter().map(|m| m.frame).collect();
         let started = Instant::now();
         let (held, result) = self.hold_writers(hold, &frames);
         out.report.protect += started.elapsed();
@@ -781,7 +787,7 @@ impl RemapMigrator {
             return;
         }
         let failed = self.remap(&moves, out);
-        let failed_frames: HashSet<usize> = failed.iter().map(|(m, _)| m.frame).collect();
+        let failed_frames: HashSet<FrameId> = failed.iter().map(|(m, _)| m.frame).collect();
         for (m, why) in failed {
             self.drop_destination(m.to);
             let e = MoveError::frame(m.frame, m.to.tier, MoveStep::Remap, why);
@@ -925,7 +931,7 @@ impl RemapMigrator {
 
     /// Undoes parking: the bounce area holds the parked frames' latest
     /// data; put it back in their own slots and map the slots back.
-    fn unpark(&self, p: Pair, parked: &[usize], bounce: &BounceArea) {
+    fn unpark(&self, p: Pair, parked: &[FrameId], bounce: &BounceArea) {
         let fs = self.frame_size() as usize;
         for (k, f, at) in [(0, p.a, p.a_at), (1, p.b, p.b_at)] {
             if parked.contains(&f) {
@@ -1045,7 +1051,7 @@ impl Migrator for RemapMigrator {
                     if let Ok(to) = reserved {
                         let _ = self.memory.release_slot(to);
                     }
-                    let tier = &self.memory.tiers()[m.to_tier];
+                    let tier = &self.memory.tiers()[m.to_tier.index()];
                     let full = StepError::TierFull {
                         tier: tier.name().to_owned(),
                         quota: self.memory.with_placement(|p| p.slot_count(m.to_tier)),
@@ -1094,7 +1100,7 @@ impl RemapMigrator {
     fn reserve_moves(
         &self,
         moves: &[Move],
-        seen: &mut HashSet<usize>,
+        seen: &mut HashSet<FrameId>,
         out: &mut BatchOutcome,
     ) -> (Vec<Planned>, Vec<(Move, Location)>) {
         let tiers = self.memory.tiers().len();
@@ -1112,7 +1118,7 @@ impl RemapMigrator {
                 continue;
             }
             let from = match self.memory.location(m.frame) {
-                Some(from) if m.to_tier < tiers => from,
+                Some(from) if m.to_tier.index() < tiers => from,
                 found => {
                     let why = match found {
                         None => StepError::NoSuchFrame {
@@ -1134,7 +1140,9 @@ impl RemapMigrator {
                 out.record_failed(e);
                 continue;
             }
-            let after = prev.filter(|p| p.frame + 1 == m.frame).map(|p| p.to);
+            let after = prev
+                .filter(|p| p.frame.index() + 1 == m.frame.index())
+                .map(|p| p.to);
             match self.memory.reserve_slot_after(m.to_tier, after) {
                 Ok(to) => {
                     let p = Planned {
@@ -1156,7 +1164,7 @@ impl RemapMigrator {
     fn check_exchanges(
         &self,
         batch: &Batch,
-        seen: &mut HashSet<usize>,
+        seen: &mut HashSet<FrameId>,
         out: &mut BatchOutcome,
     ) -> Vec<Pair> {
         let mut pairs = Vec::new();
@@ -1166,7 +1174,7 @@ impl RemapMigrator {
                 (a_at, b_at) => {
                     let frames = self.memory.frame_count();
                     for (f, other) in [(x.a, b_at), (x.b, a_at)] {
-                        let to = other.map_or(0, |l| l.tier);
+                        let to = other.map_or(TierId::FAST, |l| l.tier);
                         let why = StepError::NoSuchFrame { frames };
                         out.record_failed(MoveError::frame(f, to, MoveStep::Check, why));
                     }
@@ -1177,7 +1185,7 @@ impl RemapMigrator {
                 let same = StepError::SameTier {
                     a: x.a,
                     b: x.b,
-                    tier: self.memory.tiers()[a_at.tier].name().to_owned(),
+                    tier: self.memory.tiers()[a_at.tier.index()].name().to_owned(),
                 };
                 for f in [x.a, x.b] {
                     let e = MoveError::frame(f, a_at.tier, MoveStep::Check, same.clone());

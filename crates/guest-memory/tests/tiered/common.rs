@@ -3,10 +3,18 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use guest_memory::{Error, MemoryConfig, Placement, TierSpec, TieredMemory};
+use guest_memory::{Error, Location, MemoryConfig, Placement, TierId, TierSpec, TieredMemory};
 
 pub const MIB: u64 = 1 << 20;
 pub const GIB: u64 = 1 << 30;
+
+/// Slot `slot` of tier `tier`.
+pub fn at(tier: usize, slot: usize) -> Location {
+    Location {
+        tier: TierId(tier),
+        slot,
+    }
+}
 
 /// A memfd tier spec.
 pub fn memfd(name: &str, size: &str) -> TierSpec {

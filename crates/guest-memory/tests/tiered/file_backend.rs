@@ -4,6 +4,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use guest_memory::{BackendKind, MemoryConfig, TierSpec, TieredMemory};
+use guest_memory::{FrameId, TierId};
 use vm_memory::{Bytes, GuestAddress};
 
 use crate::common::{MIB, ScratchFile, memfd};
@@ -31,10 +32,10 @@ fn writes_reach_the_file(dir: &Path) {
     mem.verify_backing().unwrap();
 
     // Frame 2 is the first on pmem (fast-first, dram holds 2 frames).
-    let loc = mem.location(2).unwrap();
-    assert_eq!((loc.tier, loc.slot), (1, 0));
-    let gpa = mem.frames().gpa(5).unwrap() + 100;
-    let loc5 = mem.location(5).unwrap();
+    let loc = mem.location(FrameId(2)).unwrap();
+    assert_eq!((loc.tier, loc.slot), (TierId(1), 0));
+    let gpa = mem.frames().gpa(FrameId(5)).unwrap() + 100;
+    let loc5 = mem.location(FrameId(5)).unwrap();
     mem.guest_memory()
         .write_obj(0xabcdef_u64, GuestAddress(gpa))
         .unwrap();
@@ -66,8 +67,8 @@ fn old_data_is_cleared(dir: &Path) {
     let cfg = MemoryConfig::new(10 * MIB, vec![memfd("dram", "4M"), file_spec(&file, None)]);
     let mem = TieredMemory::new(&cfg).unwrap();
     for frame in 2..5 {
-        assert_eq!(mem.location(frame).unwrap().tier, 1);
-        let gpa = mem.frames().gpa(frame).unwrap();
+        assert_eq!(mem.location(FrameId(frame)).unwrap().tier, TierId(1));
+        let gpa = mem.frames().gpa(FrameId(frame)).unwrap();
         let mut page = vec![0xffu8; (2 * MIB) as usize];
         mem.guest_memory()
             .read_slice(&mut page, GuestAddress(gpa))

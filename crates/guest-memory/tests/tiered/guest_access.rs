@@ -1,9 +1,11 @@
 //! Data written through the guest view lands in the tier slot the placement
 //! map names, and the RAM layout matches the x86 memory map.
 
+use guest_memory::{FrameId, TierId};
 use guest_memory::{GIB, Placement, TieredMemory};
 use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend};
 
+use crate::common::at;
 use crate::common::{MIB, config, memfd, read_host_u64, write_host_u64};
 
 /// Writes a distinct value at several offsets of every frame through
@@ -11,9 +13,11 @@ use crate::common::{MIB, config, memfd, read_host_u64, write_host_u64};
 fn assert_writes_land_in_placed_slots(mem: &TieredMemory, frames: impl Iterator<Item = usize>) {
     let frame_size = mem.frame_size();
     for frame in frames {
-        let gpa = mem.frames().gpa(frame).unwrap();
-        let loc = mem.location(frame).unwrap();
-        let view = mem.tiers()[loc.tier].slot_view_addr(loc.slot).unwrap();
+        let gpa = mem.frames().gpa(FrameId(frame)).unwrap();
+        let loc = mem.location(FrameId(frame)).unwrap();
+        let view = mem.tiers()[loc.tier.index()]
+            .slot_view_addr(loc.slot)
+            .unwrap();
         for offset in [0, 8, frame_size - 8] {
             let value = 0xfeed_0000_0000_0000 | (frame as u64) << 20 | offset;
             mem.guest_memory()
@@ -55,10 +59,12 @@ fn view_writes_are_seen_by_the_guest() {
         Placement::Interleave,
     );
     let mem = TieredMemory::new(&cfg).unwrap();
-    let loc = mem.location(3).unwrap();
-    let view = mem.tiers()[loc.tier].slot_view_addr(loc.slot).unwrap();
+    let loc = mem.location(FrameId(3)).unwrap();
+    let view = mem.tiers()[loc.tier.index()]
+        .slot_view_addr(loc.slot)
+        .unwrap();
     write_host_u64(view + 4096, 0x1234_5678);
-    let gpa = mem.frames().gpa(3).unwrap() + 4096;
+    let gpa = mem.frames().gpa(FrameId(3)).unwrap() + 4096;
     assert_eq!(
         mem.guest_memory()
             .read_obj::<u64>(GuestAddress(gpa))
@@ -67,7 +73,7 @@ fn view_writes_are_seen_by_the_guest() {
     );
     // Also through the frame's host address (what KVM sees).
     assert_eq!(
-        read_host_u64(mem.frames().host_addr(3).unwrap() + 4096),
+        read_host_u64(mem.frames().host_addr(FrameId(3)).unwrap() + 4096),
         0x1234_5678
     );
 }
@@ -124,7 +130,7 @@ fn guest_above_4g_skips_the_mmio_hole() {
         );
     }
     assert_eq!(mem.frame_count(), 2560);
-    assert_eq!(mem.frames().frame_of_gpa(4 * GIB), Some(1536));
+    assert_eq!(mem.frames().frame_of_gpa(4 * GIB), Some(FrameId(1536)));
     assert_eq!(mem.frames().frame_of_gpa(3 * GIB + 4096), None);
     assert!(
         mem.guest_memory()
@@ -137,11 +143,8 @@ fn guest_above_4g_skips_the_mmio_hole() {
             .is_some()
     );
     // Low RAM filled dram exactly; high RAM sits on pmem from slot 0.
-    assert_eq!(mem.location(1535).unwrap().tier, 0);
-    assert_eq!(
-        mem.location(1536).unwrap(),
-        guest_memory::Location { tier: 1, slot: 0 }
-    );
+    assert_eq!(mem.location(FrameId(1535)).unwrap().tier, TierId(0));
+    assert_eq!(mem.location(FrameId(1536)).unwrap(), at(1, 0));
     assert_writes_land_in_placed_slots(&mem, [0, 1535, 1536, 2559].into_iter());
     mem.verify_backing().unwrap();
 }

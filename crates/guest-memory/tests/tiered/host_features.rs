@@ -1,5 +1,6 @@
 //! NUMA binding on the host's real node 0.
 
+use guest_memory::FrameId;
 use guest_memory::{MemoryConfig, TieredMemory};
 
 use crate::common::{MIB, policy_at};
@@ -13,7 +14,7 @@ fn numa_node_binds_the_view_and_the_guest_range() {
     let view = mem.tiers()[0].view_base();
     assert_eq!(policy_at(view), (libc::MPOL_BIND, 1));
     // shmem keeps the policy per file: the guest's mapping of it sees it too.
-    let guest = mem.frames().host_addr(2).unwrap();
+    let guest = mem.frames().host_addr(FrameId(2)).unwrap();
     assert_eq!(policy_at(guest), (libc::MPOL_BIND, 1));
     mem.verify_backing().unwrap();
 }

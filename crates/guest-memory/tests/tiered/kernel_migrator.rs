@@ -8,10 +8,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use guest_memory::migrate::{Batch, KernelMigrator, Migrator, Move, MoveStep, Step, StepError};
-use guest_memory::{Location, Placement, TieredMemory};
+use guest_memory::{FrameId, TierId};
+use guest_memory::{Placement, TieredMemory};
 use vm_memory::{Bytes, GuestAddress};
 
 use crate::common::MIB;
+use crate::common::at;
 use crate::common::policy_at;
 use crate::shared_numa::{file_id, shared};
 
@@ -23,7 +25,10 @@ fn paired(k: &KernelMigrator, moves: &[Move]) -> Batch {
 }
 
 fn mv(frame: usize, to_tier: usize) -> Move {
-    Move { frame, to_tier }
+    Move {
+        frame: FrameId(frame),
+        to_tier: TierId(to_tier),
+    }
 }
 
 fn pattern(frame: usize, page: u64) -> u64 {
@@ -32,7 +37,7 @@ fn pattern(frame: usize, page: u64) -> u64 {
 
 /// Writes a distinct value into the first `pages` pages of `frame`.
 fn fill(mem: &TieredMemory, frame: usize, pages: u64) {
-    let gpa = mem.frames().gpa(frame).unwrap();
+    let gpa = mem.frames().gpa(FrameId(frame)).unwrap();
     for page in 0..pages {
         mem.guest_memory()
             .write_obj(pattern(frame, page), GuestAddress(gpa + page * PAGE + 8))
@@ -42,7 +47,7 @@ fn fill(mem: &TieredMemory, frame: usize, pages: u64) {
 
 /// Checks what [`fill`] wrote.
 fn check(mem: &TieredMemory, frame: usize, pages: u64) {
-    let gpa = mem.frames().gpa(frame).unwrap();
+    let gpa = mem.frames().gpa(FrameId(frame)).unwrap();
     for page in 0..pages {
         let got: u64 = mem
             .guest_memory()
@@ -85,10 +90,13 @@ fn a_frame_moves_to_the_other_tier_and_back_with_its_data() {
     );
     assert_eq!((pages.not_present, pages.failed), (502, 0));
     assert_eq!(report.bytes, 0);
-    assert_eq!(mem.location(0), Some(Location { tier: 1, slot: 0 }));
+    assert_eq!(mem.location(FrameId(0)), Some(at(1, 0)));
     assert_eq!(used(mem), vec![1, 3]);
-    assert_eq!((mem.reserved_slots(0), mem.reserved_slots(1)), (0, 0));
-    let host = mem.frames().host_addr(0).unwrap();
+    assert_eq!(
+        (mem.reserved_slots(TierId(0)), mem.reserved_slots(TierId(1))),
+        (0, 0)
+    );
+    let host = mem.frames().host_addr(FrameId(0)).unwrap();
     assert_eq!(policy_at(host), (libc::MPOL_BIND, 1));
     mem.verify_backing().unwrap();
     mem.verify_numa().unwrap();
@@ -97,7 +105,7 @@ fn a_frame_moves_to_the_other_tier_and_back_with_its_data() {
     let (out, _) = k.migrate_pages(&paired(&k, &[mv(0, 0)]));
     let report = &out.report;
     assert_eq!(report.moved, 1, "{out:?}");
-    assert_eq!(mem.location(0), Some(Location { tier: 0, slot: 0 }));
+    assert_eq!(mem.location(FrameId(0)), Some(at(0, 0)));
     assert_eq!(used(mem), vec![2, 2]);
     check(mem, 0, 10);
 }
@@ -114,7 +122,13 @@ fn untouched_pages_count_as_not_present_not_as_failures() {
     );
     assert!(pages.failed_by_status.is_empty());
     // The policy, not a page move, places the frame: still nothing there.
-    assert_eq!(k.memory().frame_node_counts(1).unwrap().not_present, 512);
+    assert_eq!(
+        k.memory()
+            .frame_node_counts(FrameId(1))
+            .unwrap()
+            .not_present,
+        512
+    );
 }
 
 #[test]
@@ -122,7 +136,7 @@ fn resident_pages_unmapped_from_the_guest_range_are_found_without_faulting_it() 
     let k = migrator(shared(8 * MIB, "4M", "8M", Placement::FastFirst));
     let mem = k.memory();
     fill(mem, 1, 8);
-    let host = mem.frames().host_addr(1).unwrap();
+    let host = mem.frames().host_addr(FrameId(1)).unwrap();
     // As a fault-sampling tracker does: drop the guest's mapping of pages
     // 2..5; the memfd keeps them.
     // SAFETY: MADV_DONTNEED on a shared file mapping only unmaps; the
@@ -141,7 +155,7 @@ fn resident_pages_unmapped_from_the_guest_range_are_found_without_faulting_it() 
     assert_eq!((pages.present, pages.unmapped_resident), (8, 3));
     assert_eq!(pages.not_present, 504);
     // The guest range was not faulted in by the migrator.
-    let status = mem.frame_nodes(1).unwrap();
+    let status = mem.frame_nodes(FrameId(1)).unwrap();
     assert_eq!(&status[..8], &[0, 0, -2, -2, -2, 0, 0, 0]);
     check(mem, 1, 8);
 }
@@ -174,7 +188,7 @@ fn repeats_and_no_ops_are_skipped_and_bad_moves_refused() {
         ]
     );
     assert_ne!(k.memory().placement(), before);
-    assert_eq!(k.memory().location(1).unwrap().tier, 1);
+    assert_eq!(k.memory().location(FrameId(1)).unwrap().tier, TierId(1));
 }
 
 #[test]
@@ -193,7 +207,10 @@ fn a_move_into_a_full_tier_is_refused_and_changes_nothing() {
         ]
     );
     assert_eq!(mem.placement(), before);
-    assert_eq!((mem.reserved_slots(0), mem.reserved_slots(1)), (0, 0));
+    assert_eq!(
+        (mem.reserved_slots(TierId(0)), mem.reserved_slots(TierId(1))),
+        (0, 0)
+    );
 }
 
 #[test]
@@ -209,10 +226,13 @@ fn full_tiers_exchange_frames_in_one_batch() {
         (2, 2, 0),
         "{out:?}"
     );
-    assert_eq!(mem.location(2), Some(Location { tier: 0, slot: 2 }));
-    assert_eq!(mem.location(0), Some(Location { tier: 1, slot: 0 }));
+    assert_eq!(mem.location(FrameId(2)), Some(at(0, 2)));
+    assert_eq!(mem.location(FrameId(0)), Some(at(1, 0)));
     assert_eq!(used(mem), vec![2, 2]);
-    assert_eq!((mem.reserved_slots(0), mem.reserved_slots(1)), (0, 0));
+    assert_eq!(
+        (mem.reserved_slots(TierId(0)), mem.reserved_slots(TierId(1))),
+        (0, 0)
+    );
     check(mem, 0, 4);
     check(mem, 2, 4);
     mem.verify_backing().unwrap();
@@ -241,7 +261,10 @@ fn an_exchange_is_both_moves_or_neither() {
         "{out:?}"
     );
     assert_eq!(mem.placement(), before);
-    assert_eq!((mem.reserved_slots(0), mem.reserved_slots(1)), (0, 0));
+    assert_eq!(
+        (mem.reserved_slots(TierId(0)), mem.reserved_slots(TierId(1))),
+        (0, 0)
+    );
     // Same node: nothing had to be moved back.
     assert_eq!((pages.rolled_back, pages.stuck), (0, 0));
     check(mem, 0, 4);
@@ -264,7 +287,7 @@ fn failed_steps_roll_back_and_the_next_batch_works() {
         let (out, _) = k.migrate_pages(&paired(&k, &[mv(1, 1)]));
         let report = &out.report;
         assert_eq!((report.moved, report.aborted), (0, 1), "{step:?}: {out:?}");
-        let errors: Vec<(std::ops::Range<usize>, usize, MoveStep, bool)> = out
+        let errors: Vec<(std::ops::Range<usize>, TierId, MoveStep, bool)> = out
             .errors()
             .map(|e| {
                 (
@@ -275,10 +298,13 @@ fn failed_steps_roll_back_and_the_next_batch_works() {
                 )
             })
             .collect();
-        assert_eq!(errors, vec![(1..2, 1, failed, true)], "{step:?}");
+        assert_eq!(errors, vec![(1..2, TierId(1), failed, true)], "{step:?}");
         assert_eq!(mem.placement(), before, "{step:?}");
-        assert_eq!((mem.reserved_slots(0), mem.reserved_slots(1)), (0, 0));
-        let host = mem.frames().host_addr(1).unwrap();
+        assert_eq!(
+            (mem.reserved_slots(TierId(0)), mem.reserved_slots(TierId(1))),
+            (0, 0)
+        );
+        let host = mem.frames().host_addr(FrameId(1)).unwrap();
         assert_eq!(policy_at(host), (libc::MPOL_BIND, 1), "{step:?}");
         check(mem, 1, 16);
     }
@@ -337,7 +363,7 @@ fn writes_during_migration_are_never_lost() {
             while !stop.load(Ordering::Relaxed) || round < 50 {
                 round += 1;
                 for frame in 0..4 {
-                    let gpa = mem.frames().gpa(frame).unwrap();
+                    let gpa = mem.frames().gpa(FrameId(frame)).unwrap();
                     for page in (0..512).step_by(7) {
                         let at = GuestAddress(gpa + page * PAGE);
                         let value = round << 32 | (frame as u64) << 16 | page;
@@ -365,7 +391,7 @@ fn writes_during_migration_are_never_lost() {
     assert_eq!(moved, 800);
     let mem = k.memory();
     for frame in 0..4 {
-        let gpa = mem.frames().gpa(frame).unwrap();
+        let gpa = mem.frames().gpa(FrameId(frame)).unwrap();
         for page in (0..512).step_by(7) {
             let got: u64 = mem
                 .guest_memory()
@@ -403,7 +429,7 @@ fn policies_leave_no_mappings_behind() {
     // the batch must use its window to find it.
     let rc = unsafe {
         libc::madvise(
-            mem.frames().host_addr(3).unwrap() as *mut libc::c_void,
+            mem.frames().host_addr(FrameId(3)).unwrap() as *mut libc::c_void,
             PAGE as usize,
             libc::MADV_DONTNEED,
         )

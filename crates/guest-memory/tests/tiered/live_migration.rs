@@ -17,6 +17,7 @@ use guest_memory::migrate::{
 use guest_memory::{
     BatchOutcome, Location, Migrator, Move, MoveError, MoveStep, Placement, StepError, TieredMemory,
 };
+use guest_memory::{FrameId, TierId};
 use page_copy::{EngineSpec, engine_from_spec};
 
 use crate::common::{config, memfd, memfd_mappings, read_host_u64, write_host_u64};
@@ -93,7 +94,7 @@ fn word_addr(mem: &TieredMemory, word: u64) -> (u64, u64) {
 
 /// Writes 0xfeed to word 0; returns its frame, the word's host address
 /// and where the frame is.
-fn fed_first_frame(rig: &Rig) -> (usize, u64, Location) {
+fn fed_first_frame(rig: &Rig) -> (FrameId, u64, Location) {
     let (gpa, host) = word_addr(&rig.mem, 0);
     write_host_u64(host, 0xfeed);
     let frame = rig.mem.frames().frame_of_gpa(gpa).unwrap();
@@ -156,7 +157,9 @@ fn verify_final(rig: &Rig, results: &[(Vec<u64>, u64)]) {
             assert_eq!(read_host_u64(host), expected[i], "guest view, gpa {gpa:#x}");
             let frame = rig.mem.frames().frame_of_gpa(gpa).unwrap();
             let loc = rig.mem.location(frame).unwrap();
-            let view = rig.mem.tiers()[loc.tier].slot_view_addr(loc.slot).unwrap();
+            let view = rig.mem.tiers()[loc.tier.index()]
+                .slot_view_addr(loc.slot)
+                .unwrap();
             let off = gpa - rig.mem.frames().gpa(frame).unwrap();
             assert_eq!(
                 read_host_u64(view + off),
@@ -172,7 +175,11 @@ fn verify_final(rig: &Rig, results: &[(Vec<u64>, u64)]) {
         "released slots are punched out"
     );
     for t in 0..rig.mem.tiers().len() {
-        assert_eq!(rig.mem.reserved_slots(t), 0, "no reservation left behind");
+        assert_eq!(
+            rig.mem.reserved_slots(TierId(t)),
+            0,
+            "no reservation left behind"
+        );
     }
 }
 
@@ -208,8 +215,11 @@ fn random_moves(rig: &Rig, target: usize, batch: usize) -> BatchOutcome {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             let frame = ((rng >> 33) % FRAMES) as usize;
-            let to_tier = 1 - rig.mem.location(frame).unwrap().tier;
-            moves.push(Move { frame, to_tier });
+            let to_tier = TierId(1 - rig.mem.location(FrameId(frame)).unwrap().tier.index());
+            moves.push(Move {
+                frame: FrameId(frame),
+                to_tier,
+            });
         }
         total.absorb(rig.migrator.migrate_moves(&moves));
     }
@@ -253,7 +263,7 @@ fn sampler_zaps(rig: &Rig, stop: &AtomicBool, zapped: &AtomicU64) {
                 .wrapping_add(1442695040888963407);
             let frame = ((rng >> 33) % FRAMES) as usize;
             let page = (rng >> 20) % (FRAME / 4096 - 3);
-            let start = rig.mem.frames().host_addr(frame).unwrap() + page * 4096;
+            let start = rig.mem.frames().host_addr(FrameId(frame)).unwrap() + page * 4096;
             let window = guard.lock_window();
             if !window.overlaps(start, 4 * 4096) {
                 crate::minor_faults::zap(start, 4 * 4096);
@@ -324,7 +334,7 @@ fn exchange_when_both_tiers_are_full_loses_no_write() {
         while total.report.exchanged < 2000 {
             let on = |t: usize| {
                 (0..FRAMES as usize)
-                    .filter(|&f| r.mem.location(f).unwrap().tier == t)
+                    .filter(|&f| r.mem.location(FrameId(f)).unwrap().tier == TierId(t))
                     .collect::<Vec<_>>()
             };
             let (fast, slow) = (on(0), on(1));
@@ -334,12 +344,12 @@ fn exchange_when_both_tiers_are_full_loses_no_write() {
             let mut moves = Vec::new();
             for k in 0..4 {
                 moves.push(Move {
-                    frame: fast[(i + k) % fast.len()],
-                    to_tier: 1,
+                    frame: FrameId(fast[(i + k) % fast.len()]),
+                    to_tier: TierId(1),
                 });
                 moves.push(Move {
-                    frame: slow[(j + k) % slow.len()],
-                    to_tier: 0,
+                    frame: FrameId(slow[(j + k) % slow.len()]),
+                    to_tier: TierId(0),
                 });
             }
             total.absorb(r.migrator.migrate_moves(&moves));
@@ -406,20 +416,20 @@ fn injected_failures_roll_back_precopy_and_exchange() {
         for (step, n) in [(Step::Copy, 1), (Step::Copy, 2), (Step::Remap, 1)] {
             for _ in 0..10 {
                 let fast = (0..FRAMES as usize)
-                    .find(|&f| r.mem.location(f).unwrap().tier == 0)
+                    .find(|&f| r.mem.location(FrameId(f)).unwrap().tier == TierId(0))
                     .unwrap();
                 let slow = (0..FRAMES as usize)
-                    .find(|&f| r.mem.location(f).unwrap().tier == 1)
+                    .find(|&f| r.mem.location(FrameId(f)).unwrap().tier == TierId(1))
                     .unwrap();
                 faults.fail_next(step, n);
                 total.absorb(r.migrator.migrate_moves(&[
                     Move {
-                        frame: fast,
-                        to_tier: 1,
+                        frame: FrameId(fast),
+                        to_tier: TierId(1),
                     },
                     Move {
-                        frame: slow,
-                        to_tier: 0,
+                        frame: FrameId(slow),
+                        to_tier: TierId(0),
                     },
                 ]));
                 faults.fail_next(step, 0);
@@ -448,27 +458,27 @@ fn writes_stall_only_while_their_frame_moves() {
 #[test]
 fn moves_to_the_current_tier_and_duplicates_are_skipped() {
     let rig = rig(FRAMES, FRAMES, false);
-    let tier = rig.mem.location(0).unwrap().tier;
+    let tier = rig.mem.location(FrameId(0)).unwrap().tier;
     let r = rig.migrator.migrate_moves(&[
         Move {
-            frame: 0,
+            frame: FrameId(0),
             to_tier: tier,
         },
         Move {
-            frame: 1,
-            to_tier: 1 - rig.mem.location(1).unwrap().tier,
+            frame: FrameId(1),
+            to_tier: TierId(1 - rig.mem.location(FrameId(1)).unwrap().tier.index()),
         },
         Move {
-            frame: 1,
-            to_tier: 0,
+            frame: FrameId(1),
+            to_tier: TierId(0),
         },
         Move {
-            frame: 10_000,
-            to_tier: 0,
+            frame: FrameId(10_000),
+            to_tier: TierId(0),
         },
         Move {
-            frame: 2,
-            to_tier: 7,
+            frame: FrameId(2),
+            to_tier: TierId(7),
         },
     ]);
     assert_eq!(
@@ -498,14 +508,17 @@ fn consecutive_frames_get_consecutive_slots_and_one_mapping() {
     let before = memfd_mappings("slow");
     let batch: Vec<Move> = [5, 3, 4, 2]
         .into_iter()
-        .map(|frame| Move { frame, to_tier: 1 })
+        .map(|frame| Move {
+            frame: FrameId(frame),
+            to_tier: TierId(1),
+        })
         .collect();
     let r = rig.migrator.migrate_moves(&batch);
     assert_eq!((r.report.moved, r.report.aborted), (4, 0), "{r:?}");
     let slots: Vec<usize> = (2..=5)
         .map(|f| {
-            let at = rig.mem.location(f).unwrap();
-            assert_eq!(at.tier, 1);
+            let at = rig.mem.location(FrameId(f)).unwrap();
+            assert_eq!(at.tier, TierId(1));
             at.slot
         })
         .collect();
@@ -525,7 +538,7 @@ fn a_failed_move_keeps_the_source_readable_with_latest_data() {
         rig.migrator.faults().unwrap().fail_next(step, 1);
         let r = rig.migrator.migrate_moves(&[Move {
             frame,
-            to_tier: 1 - before.tier,
+            to_tier: TierId(1 - before.tier.index()),
         }]);
         assert_eq!(r.report.aborted, 1, "{step:?}");
         assert_eq!(rig.mem.location(frame), Some(before));
@@ -543,7 +556,7 @@ fn a_failed_registration_keeps_the_move_and_the_next_protect_registers() {
     rig.migrator.faults().unwrap().fail_next(Step::Register, 1);
     let r = rig.migrator.migrate_moves(&[Move {
         frame,
-        to_tier: 1 - from.tier,
+        to_tier: TierId(1 - from.tier.index()),
     }]);
     // The new mapping took writes the moment it was mapped: rolling back
     // would lose them, so the move stands.
@@ -552,7 +565,10 @@ fn a_failed_registration_keeps_the_move_and_the_next_protect_registers() {
         r.warnings.iter().any(|e| e.step == MoveStep::Register),
         "{r:?}"
     );
-    assert_eq!(rig.mem.location(frame).unwrap().tier, 1 - from.tier);
+    assert_eq!(
+        rig.mem.location(frame).unwrap().tier,
+        TierId(1 - from.tier.index())
+    );
     assert_eq!(read_host_u64(host), 0xfeed);
     write_host_u64(host, 0xbeef);
     rig.mem.verify_backing().unwrap();
@@ -574,18 +590,18 @@ fn a_move_into_a_full_tier_uses_the_slot_a_demotion_frees() {
     let rig = rig(FRAMES / 2, FRAMES, false);
     let on = |t: usize| {
         (0..FRAMES as usize)
-            .find(|&f| rig.mem.location(f).unwrap().tier == t)
+            .find(|&f| rig.mem.location(FrameId(f)).unwrap().tier == TierId(t))
             .unwrap()
     };
     let (hot, cold) = (on(1), on(0));
     let r = rig.migrator.migrate_moves(&[
         Move {
-            frame: hot,
-            to_tier: 0,
+            frame: FrameId(hot),
+            to_tier: TierId(0),
         },
         Move {
-            frame: cold,
-            to_tier: 1,
+            frame: FrameId(cold),
+            to_tier: TierId(1),
         },
     ]);
     assert_eq!(
@@ -593,8 +609,8 @@ fn a_move_into_a_full_tier_uses_the_slot_a_demotion_frees() {
         (2, 0, 0),
         "{r:?}"
     );
-    assert_eq!(rig.mem.location(hot).unwrap().tier, 0);
-    assert_eq!(rig.mem.location(cold).unwrap().tier, 1);
+    assert_eq!(rig.mem.location(FrameId(hot)).unwrap().tier, TierId(0));
+    assert_eq!(rig.mem.location(FrameId(cold)).unwrap().tier, TierId(1));
     rig.mem.verify_backing().unwrap();
 }
 

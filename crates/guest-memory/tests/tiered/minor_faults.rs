@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
+use guest_memory::FrameId;
 use guest_memory::migrate::{GuardOptions, MinorFaultSink, WriteGuard};
 use guest_memory::{Placement, TieredMemory};
 
@@ -61,14 +62,16 @@ fn setup() -> (Arc<TieredMemory>, WriteGuard, Arc<Recorder>) {
 }
 
 fn view_of(mem: &TieredMemory, frame: usize) -> u64 {
-    let loc = mem.location(frame).unwrap();
-    mem.tiers()[loc.tier].slot_view_addr(loc.slot).unwrap()
+    let loc = mem.location(FrameId(frame)).unwrap();
+    mem.tiers()[loc.tier.index()]
+        .slot_view_addr(loc.slot)
+        .unwrap()
 }
 
 #[test]
 fn a_zapped_page_faults_once_and_keeps_its_data() {
     let (mem, guard, rec) = setup();
-    let host = mem.frames().host_addr(1).unwrap();
+    let host = mem.frames().host_addr(FrameId(1)).unwrap();
     for p in 0..FRAME / PAGE {
         write_host_u64(host + p * PAGE, 1000 + p);
     }
@@ -97,7 +100,7 @@ fn a_zapped_page_faults_once_and_keeps_its_data() {
 #[test]
 fn a_minor_fault_in_a_write_protected_window_keeps_the_protection() {
     let (mem, guard, rec) = setup();
-    let host = mem.frames().host_addr(2).unwrap();
+    let host = mem.frames().host_addr(FrameId(2)).unwrap();
     write_host_u64(host, 1);
     zap(host, PAGE);
     // What the migrator does: open the window, then protect.

@@ -1,7 +1,9 @@
 //! Initial placement policies on real memfd tiers.
 
-use guest_memory::{Location, Placement, TierUsage, TieredMemory};
+use guest_memory::{FrameId, TierId};
+use guest_memory::{Placement, TierUsage, TieredMemory};
 
+use crate::common::at;
 use crate::common::{MIB, config, memfd};
 
 fn build(size: u64, tiers: &[(&str, &str)], placement: Placement) -> TieredMemory {
@@ -12,7 +14,7 @@ fn build(size: u64, tiers: &[(&str, &str)], placement: Placement) -> TieredMemor
 fn locations(mem: &TieredMemory) -> Vec<(usize, usize)> {
     mem.placement()
         .iter()
-        .map(|(_, l)| (l.tier, l.slot))
+        .map(|(_, l)| (l.tier.index(), l.slot))
         .collect()
 }
 
@@ -84,8 +86,8 @@ fn interleave_alternates_and_skips_full_tiers() {
     let tiers: Vec<usize> = locations(&mem).iter().map(|(t, _)| *t).collect();
     assert_eq!(tiers, vec![0, 1, 0, 1, 0, 1, 0, 1, 1, 1]);
     // Slots ascend per tier in frame order.
-    assert_eq!(mem.location(8), Some(Location { tier: 1, slot: 4 }));
-    assert_eq!(mem.location(6), Some(Location { tier: 0, slot: 3 }));
+    assert_eq!(mem.location(FrameId(8)), Some(at(1, 4)));
+    assert_eq!(mem.location(FrameId(6)), Some(at(0, 3)));
     assert_eq!(
         usage(&mem),
         vec![("fast".into(), 4, 4), ("slow".into(), 8, 6)]
@@ -103,7 +105,7 @@ fn usage_is_derived_from_the_map() {
     );
     let map = mem.placement();
     for (i, u) in mem.tier_usage().iter().enumerate() {
-        assert_eq!(u.used_frames, map.frames_on(i).count());
+        assert_eq!(u.used_frames, map.frames_on(TierId(i)).count());
         assert_eq!(u.capacity_frames, mem.tiers()[i].slot_count());
     }
     assert_eq!(

@@ -9,8 +9,10 @@ use guest_memory::{
     BackendError, Backing, Error, LedgerError, Location, MemoryConfig, Placement, TierSpec,
     TieredMemory,
 };
+use guest_memory::{FrameId, TierId};
 use vm_memory::{Bytes, GuestAddress};
 
+use crate::common::at;
 use crate::common::{GIB, MIB, config_error, memfd, policy_at, read_host_u64};
 
 /// A memfd tier on `node`.
@@ -111,16 +113,8 @@ fn all_tiers_share_one_memfd_and_frames_keep_their_own_slot() {
     // Slots are frames; capacities are quotas.
     assert_eq!((fast.slot_count(), slow.slot_count()), (4, 4));
     assert_eq!((fast.capacity_frames(), slow.capacity_frames()), (2, 4));
-    let locations: Vec<Location> = (0..4).map(|f| mem.location(f).unwrap()).collect();
-    assert_eq!(
-        locations,
-        vec![
-            Location { tier: 0, slot: 0 },
-            Location { tier: 1, slot: 1 },
-            Location { tier: 0, slot: 2 },
-            Location { tier: 1, slot: 3 },
-        ]
-    );
+    let locations: Vec<Location> = (0..4).map(|f| mem.location(FrameId(f)).unwrap()).collect();
+    assert_eq!(locations, vec![at(0, 0), at(1, 1), at(0, 2), at(1, 3),]);
     let usage: Vec<(usize, usize)> = mem
         .tier_usage()
         .iter()
@@ -140,9 +134,9 @@ fn all_tiers_share_one_memfd_and_frames_keep_their_own_slot() {
 fn each_frame_range_is_bound_to_its_node_before_first_touch() {
     let mem = shared(8 * MIB, "4M", "4M", Placement::FastFirst);
     for frame in 0..mem.frame_count() {
-        let host = mem.frames().host_addr(frame).unwrap();
+        let host = mem.frames().host_addr(FrameId(frame)).unwrap();
         assert_eq!(policy_at(host), (libc::MPOL_BIND, 1), "frame {frame}");
-        let counts = mem.frame_node_counts(frame).unwrap();
+        let counts = mem.frame_node_counts(FrameId(frame)).unwrap();
         assert_eq!(counts.not_present, 512, "untouched: {counts:?}");
         assert_eq!(counts.present(), 0);
     }
@@ -152,13 +146,19 @@ fn each_frame_range_is_bound_to_its_node_before_first_touch() {
             .write_obj(1u64, GuestAddress(offset))
             .unwrap();
     }
-    assert_eq!(mem.frame_node_counts(0).unwrap().by_node.get(&0), Some(&2));
-    assert_eq!(mem.frame_node_counts(1).unwrap().by_node.get(&0), Some(&1));
+    assert_eq!(
+        mem.frame_node_counts(FrameId(0)).unwrap().by_node.get(&0),
+        Some(&2)
+    );
+    assert_eq!(
+        mem.frame_node_counts(FrameId(1)).unwrap().by_node.get(&0),
+        Some(&1)
+    );
     mem.verify_numa().unwrap();
     // A per-tier memory without nodes has no policy on its frames.
     let plain = TieredMemory::new(&MemoryConfig::new(4 * MIB, vec![memfd("a", "4M")])).unwrap();
     assert_eq!(
-        policy_at(plain.frames().host_addr(0).unwrap()).0,
+        policy_at(plain.frames().host_addr(FrameId(0)).unwrap()).0,
         libc::MPOL_DEFAULT
     );
 }
@@ -168,11 +168,11 @@ fn slot_operations_that_would_break_slot_equals_frame_are_refused() {
     let mem = shared(8 * MIB, "4M", "4M", Placement::FastFirst);
     let before = mem.placement();
     assert!(matches!(
-        mem.reserve_slot(1),
+        mem.reserve_slot(TierId(1)),
         Err(Error::Ledger(LedgerError::FixedSlots))
     ));
     assert!(matches!(
-        mem.map_frames(0, 1, Location { tier: 1, slot: 3 }),
+        mem.map_frames(FrameId(0), 1, at(1, 3)),
         Err(Error::Ledger(LedgerError::FixedSlots))
     ));
     assert!(matches!(
@@ -180,16 +180,11 @@ fn slot_operations_that_would_break_slot_equals_frame_are_refused() {
         Err(BackendError::SharedSlot(3))
     ));
     assert!(matches!(
-        mem.commit_exchange(
-            0,
-            Location { tier: 0, slot: 0 },
-            2,
-            Location { tier: 1, slot: 2 }
-        ),
+        mem.commit_exchange(FrameId(0), at(0, 0), FrameId(2), at(1, 2)),
         Err(Error::Ledger(LedgerError::FixedSlots))
     ));
     // Mapping a frame's own slot again is harmless and allowed.
-    mem.map_frames(2, 2, Location { tier: 1, slot: 2 }).unwrap();
+    mem.map_frames(FrameId(2), 2, at(1, 2)).unwrap();
     assert_eq!(mem.placement(), before);
     mem.verify_backing().unwrap();
 }
@@ -201,14 +196,8 @@ fn frames_above_the_mmio_hole_sit_at_their_index_in_the_memfd() {
     let size = 3 * GIB + 4 * MIB;
     let mem = shared(size, "2G", "2G", Placement::FastFirst);
     let last = mem.frame_count() - 1;
-    assert_eq!(mem.frames().gpa(last), Some(4 * GIB + 2 * MIB));
-    assert_eq!(
-        mem.location(last),
-        Some(Location {
-            tier: 1,
-            slot: last
-        })
-    );
+    assert_eq!(mem.frames().gpa(FrameId(last)), Some(4 * GIB + 2 * MIB));
+    assert_eq!(mem.location(FrameId(last)), Some(at(1, last)));
     mem.guest_memory()
         .write_obj(0x77u64, GuestAddress(4 * GIB + 2 * MIB))
         .unwrap();

@@ -1,7 +1,9 @@
 //! `verify_backing` passes on correct memory and catches wrong mappings.
 
-use guest_memory::{Error, Location, MemoryConfig, TieredMemory, VerifyError};
+use guest_memory::{Error, MemoryConfig, TieredMemory, VerifyError};
+use guest_memory::{FrameId, TierId};
 
+use crate::common::at;
 use crate::common::{MIB, memfd};
 
 fn two_tier_memory() -> TieredMemory {
@@ -20,7 +22,7 @@ fn mismatch(mem: &TieredMemory) -> (usize, String, String) {
             expected,
             found,
             ..
-        })) => (frame, expected, found),
+        })) => (frame.index(), expected, found),
         other => panic!("expected a mismatch, got {other:?}"),
     }
 }
@@ -29,8 +31,8 @@ fn mismatch(mem: &TieredMemory) -> (usize, String, String) {
 fn detects_a_frame_mapped_from_the_wrong_tier() {
     let mem = two_tier_memory();
     mem.verify_backing().unwrap();
-    let spare = mem.reserve_slot(1).unwrap();
-    mem.map_frames(2, 1, spare).unwrap();
+    let spare = mem.reserve_slot(TierId(1)).unwrap();
+    mem.map_frames(FrameId(2), 1, spare).unwrap();
     assert_eq!(
         mismatch(&mem),
         (
@@ -42,14 +44,14 @@ fn detects_a_frame_mapped_from_the_wrong_tier() {
     let msg = mem.verify_backing().unwrap_err().to_string();
     assert!(msg.starts_with("frame 2 (gpa 0x400000)"), "{msg}");
     // Putting the right slot back makes it pass again.
-    mem.map_frames(2, 1, Location { tier: 0, slot: 2 }).unwrap();
+    mem.map_frames(FrameId(2), 1, at(0, 2)).unwrap();
     mem.verify_backing().unwrap();
 }
 
 #[test]
 fn detects_a_frame_mapped_from_the_wrong_slot() {
     let mem = two_tier_memory();
-    mem.map_frames(5, 1, Location { tier: 1, slot: 3 }).unwrap();
+    mem.map_frames(FrameId(5), 1, at(1, 3)).unwrap();
     assert_eq!(
         mismatch(&mem),
         (5, "tier 'slow' slot 1".into(), "tier 'slow' slot 3".into())
@@ -59,7 +61,7 @@ fn detects_a_frame_mapped_from_the_wrong_slot() {
 #[test]
 fn detects_a_frame_that_is_not_mapped() {
     let mem = two_tier_memory();
-    let host = mem.frames().host_addr(1).unwrap();
+    let host = mem.frames().host_addr(FrameId(1)).unwrap();
     // Replace frame 1 with inaccessible anonymous memory, as if never mapped.
     // SAFETY: the range is frame 1 of `mem`'s guest range, which nothing
     // references; MAP_FIXED keeps it reserved (just unbacked).
