@@ -154,10 +154,10 @@ pub enum SuiteError {
     Track(#[from] TrackSuiteError),
     /// The policy suite failed.
     #[error("policy suite")]
-    Policy(#[from] PolicySuiteError),
+    Policy(#[source] PolicySuiteError),
     /// The workloads suite failed.
     #[error("workloads suite")]
-    Workloads(#[from] WorkloadsSuiteError),
+    Workloads(#[source] WorkloadsSuiteError),
 }
 
 /// Runs `suite`.
@@ -189,13 +189,19 @@ pub fn run(suite: Suite, options: &RunOptions) -> Result<SuiteResult, SuiteError
         }
         Suite::Policy => {
             let settings = PolicySettings::new(options.quick, options.bytes)
-                .map_err(PolicySuiteError::from)?;
-            Ok(SuiteResult::Policy(policy::run(settings)?))
+                .map_err(PolicySuiteError::settings("policy"))
+                .map_err(SuiteError::Policy)?;
+            Ok(SuiteResult::Policy(
+                policy::run(settings).map_err(SuiteError::Policy)?,
+            ))
         }
         Suite::Workloads => {
             let settings = WorkloadsSettings::new(options.quick, options.bytes)
-                .map_err(WorkloadsSuiteError::from)?;
-            Ok(SuiteResult::Workloads(workloads::run(settings)?))
+                .map_err(WorkloadsSuiteError::settings("workloads"))
+                .map_err(SuiteError::Workloads)?;
+            Ok(SuiteResult::Workloads(
+                workloads::run(settings).map_err(SuiteError::Workloads)?,
+            ))
         }
     }
 }
@@ -321,12 +327,12 @@ mod tests {
         let err = run(Suite::Policy, &options).unwrap_err();
         assert!(matches!(
             err,
-            SuiteError::Policy(PolicySuiteError::Settings(_))
+            SuiteError::Policy(PolicySuiteError::Settings { .. })
         ));
         let err = run(Suite::Workloads, &options).unwrap_err();
         assert!(matches!(
             err,
-            SuiteError::Workloads(WorkloadsSuiteError::Settings(_))
+            SuiteError::Workloads(WorkloadsSuiteError::Settings { .. })
         ));
     }
 

@@ -401,7 +401,7 @@ pub fn sample_policy_result() -> PolicyResult {
             .collect();
         RunResult {
             workload: workload.to_owned(),
-            args: settings.workload_args(workload),
+            args: settings.run.workload_args(workload),
             tracker: case.tracker.clone(),
             quota_share: case.quota_share,
             quota_bytes: settings.quota_bytes(&case),
@@ -528,11 +528,11 @@ pub fn sample_workloads_trace(engine: bool) -> Trace {
 /// 64 MiB guest of [`sample_workloads_trace`]) under every configuration,
 /// each scored by the suite's analysis.
 pub fn sample_workloads_result() -> WorkloadsResult {
-    let settings = WorkloadsSettings {
-        workloads: vec!["hotset".to_owned()],
+    let mut settings = WorkloadsSettings {
         mixes: Vec::new(),
         ..WorkloadsSettings::new(true, Some(64 << 20)).unwrap()
     };
+    settings.run.workloads = vec!["hotset".to_owned()];
     let runs = settings
         .cases()
         .iter()

@@ -32,7 +32,7 @@ fn quick_policy_suite_scores_every_workload_against_the_oracle() {
         panic!("expected one policy result, got {:?}", report.results);
     };
     let settings = &result.settings;
-    assert_eq!(settings.guest_bytes, 128 << 20);
+    assert_eq!(settings.run.guest_bytes, 128 << 20);
     let workloads: Vec<&str> = result.runs.iter().map(|r| r.workload.as_str()).collect();
     assert_eq!(workloads, ["hotset", "zipf", "pmbench"]);
     for r in &result.runs {
@@ -59,7 +59,7 @@ fn quick_policy_suite_scores_every_workload_against_the_oracle() {
             assert!(p.mops.is_some_and(|m| m > 0.0), "{what}: {p:?}");
             assert_eq!(
                 p.min_bytes,
-                (p.promotions_needed + p.demotions_needed) as u64 * settings.frame_size,
+                (p.promotions_needed + p.demotions_needed) as u64 * settings.run.frame_size,
                 "{what}"
             );
             assert!(p.promotions_needed <= r.quota_frames, "{what}: {p:?}");

@@ -110,7 +110,7 @@ fn quick_workloads_suite_runs_every_config_and_keeps_the_bounds() {
             // bounded rows and columns of runs that cover every column.
             match &r.tier_map {
                 Some(map) => {
-                    let frames = (settings.guest_bytes / settings.frame_size) as usize;
+                    let frames = (settings.run.guest_bytes / settings.run.frame_size) as usize;
                     assert_eq!(map.frames, frames, "{what}");
                     assert!(map.rows.len() <= MAX_ROWS && map.columns() <= MAX_COLUMNS);
                     assert!(map.columns() >= r.timeline.len(), "{what}");
@@ -167,7 +167,7 @@ fn quick_workloads_suite_runs_every_config_and_keeps_the_bounds() {
         Config::TieringFaultSample,
     ];
     let mut expected = BTreeSet::new();
-    for w in &settings.workloads {
+    for w in &settings.run.workloads {
         expected.insert(hit_chart_name(w, 0.25));
         expected.insert(migration_chart_name(w, 0.25));
         expected.extend(tiered.map(|c| tier_map_name(w, 0.25, c)));

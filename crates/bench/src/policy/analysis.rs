@@ -24,7 +24,7 @@ pub fn analyze(
     trace: &Trace,
 ) -> Result<RunResult, AnalysisError> {
     let quota = settings.quota_frames(case);
-    let (origin, oracles) = phase_oracles(trace, settings.frame_size, quota)?;
+    let (origin, oracles) = phase_oracles(trace, settings.run.frame_size, quota)?;
 
     let timeline: Vec<TimePoint> = trace
         .samples
@@ -80,7 +80,7 @@ pub fn analyze(
     let mops: Vec<f64> = phases.iter().filter_map(|p| p.mops).collect();
     Ok(RunResult {
         workload: workload.to_owned(),
-        args: settings.workload_args(workload),
+        args: settings.run.workload_args(workload),
         tracker: case.tracker.clone(),
         quota_share: case.quota_share,
         quota_bytes: settings.quota_bytes(case),
@@ -140,7 +140,7 @@ fn phase_result(
         TARGET_AFTER_SHIFT,
     );
     let needed = before.map(|tiers| min_moves(&o.access, tiers, quota));
-    let min_bytes = needed.map_or(0, |m| m.frames() as u64 * settings.frame_size);
+    let min_bytes = needed.map_or(0, |m| m.frames() as u64 * settings.run.frame_size);
     let moved_bytes = recent
         .iter()
         .filter(|r| {
@@ -154,7 +154,7 @@ fn phase_result(
         start_secs: span.start,
         seconds: length,
         samples: points.len(),
-        mops: phase_mops(reports, span.phase, settings.vcpus),
+        mops: phase_mops(reports, span.phase, settings.run.vcpus),
         oracle_hit: o.best,
         steady_ratio: mean(steady.iter().copied()),
         window_ratio,
@@ -261,8 +261,8 @@ mod tests {
 
     fn settings() -> PolicySettings {
         let mut s = PolicySettings::new(true, Some(64 << 20)).unwrap();
-        s.guest_bytes = 16 * MIB;
-        s.vcpus = 1;
+        s.run.guest_bytes = 16 * MIB;
+        s.run.vcpus = 1;
         s.shift_window_secs = 0.5;
         s
     }

@@ -38,7 +38,7 @@ pub fn write_svgs(result: &PolicyResult, dir: &Path) -> Result<Vec<PathBuf>, Plo
         .iter()
         .map(|r| (hit_chart_name(r), hit_chart(r)))
         .collect();
-    for workload in &result.settings.workloads {
+    for workload in &result.settings.run.workloads {
         if result.runs.iter().any(|r| &r.workload == workload) {
             charts.push((
                 format!("policy-migration-{workload}.svg"),

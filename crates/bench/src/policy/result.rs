@@ -317,7 +317,7 @@ impl PolicyResult {
             format!(
                 "Tiering engine against the oracle ({} guest, DRAM-hit as a share of the \
                  oracle's)",
-                format_size(self.settings.guest_bytes)
+                format_size(self.settings.run.guest_bytes)
             ),
             &[
                 ("workload", Align::Left),

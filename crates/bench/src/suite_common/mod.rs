@@ -1,15 +1,19 @@
-//! The skeleton the `policy` and `workloads` suites share: one measured
+//! The skeleton the `policy` and `workloads` suites share: the shape of
+//! their guest runs and why settings are refused ([`GuestRun`],
+//! [`SettingsError`]), one measured
 //! guest run ([`run_spec`]: a fresh VM, its placement sampled, its ground
 //! truth and engine counters read afterwards), the payload's workload
 //! string, quotas in whole frames, each phase's oracle and the DRAM-hit
 //! arithmetic on it ([`phase_oracles`], [`dram_hit`]), what else a run
 //! is scored by (throughput, convergence, the engine's counters and
 //! migration rate), the error of one
-//! run and its scoring ([`CaseError`], [`run_case`]), and shares as they
+//! run and its scoring ([`CaseError`], [`run_case`]) and of a whole suite
+//! ([`SuiteError`]), and shares as they
 //! are printed. What each suite measures, scores, reports and draws stays
 //! in the suite.
 
 mod guest;
+mod guest_run;
 mod metrics;
 mod scoring;
 
@@ -20,6 +24,10 @@ use thiserror::Error;
 use oracle::{Oracle, OracleError};
 
 pub use guest::{RunError, RunSpec, Sample, Trace, run_spec, spec_config};
+pub use guest_run::{
+    FRAME_SIZE, FULL_GUEST, FULL_PHASE_SECS, FULL_PHASES, GuestRun, MIN_GUEST, QUICK_PHASES,
+    RunDefaults, SAMPLE_MS, SettingsError, VCPUS,
+};
 pub use metrics::{MinMoves, dram_hit, min_moves, oracle_hit};
 pub use scoring::{
     EngineSummary, RatePoint, convergence_secs, engine_summary, longest_convergence,
@@ -98,6 +106,31 @@ pub enum CaseError<A: std::error::Error + 'static> {
         #[source]
         source: A,
     },
+}
+
+/// Why the policy or the workloads suite failed.
+#[derive(Debug, Error)]
+pub enum SuiteError {
+    /// Bad settings (e.g. a `--bytes` override).
+    #[error("{suite} suite settings")]
+    Settings {
+        /// The suite: `policy`, `workloads`.
+        suite: &'static str,
+        /// Why they were refused.
+        #[source]
+        source: SettingsError,
+    },
+    /// One run (a workload under one configuration, alone or in a mix)
+    /// failed.
+    #[error(transparent)]
+    Case(#[from] CaseError<AnalysisError>),
+}
+
+impl SuiteError {
+    /// The settings of `suite` were refused: for `map_err`.
+    pub fn settings(suite: &'static str) -> impl Fn(SettingsError) -> Self {
+        move |source| Self::Settings { suite, source }
+    }
 }
 
 /// Scores a finished run of `workload` under the configuration labelled

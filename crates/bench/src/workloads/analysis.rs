@@ -24,7 +24,7 @@ pub fn analyze(
     trace: &Trace,
 ) -> Result<RunResult, AnalysisError> {
     let room = settings.fast_frames(case);
-    let (origin, oracles) = phase_oracles(trace, settings.frame_size, room)?;
+    let (origin, oracles) = phase_oracles(trace, settings.run.frame_size, room)?;
     let timeline: Vec<HitPoint> = trace
         .samples
         .iter()
@@ -58,7 +58,7 @@ pub fn analyze(
                     TARGET_AFTER_SHIFT,
                 ),
                 samples: points.len(),
-                mops: phase_mops(&trace.reports, phase, settings.vcpus),
+                mops: phase_mops(&trace.reports, phase, settings.run.vcpus),
                 dram_hit,
                 oracle_hit: o.best,
                 demand,
@@ -77,13 +77,13 @@ pub fn analyze(
         .filter(|r| r.at_ms as f64 / 1e3 >= origin)
         .collect();
     let moved_bytes: u64 = in_phases.iter().map(|r| r.bytes).sum();
-    let frames_bytes = |frames: usize| frames as u64 * settings.frame_size;
+    let frames_bytes = |frames: usize| frames as u64 * settings.run.frame_size;
     let engine = case.config.tracker().map(|_| engine_summary(&trace.stats));
     let bound = case.config.is_bound();
     let engine_runs = engine.is_some();
     Ok(RunResult {
         workload: workload.to_owned(),
-        args: settings.workload_args(workload),
+        args: settings.run.workload_args(workload),
         config: case.config,
         share: case.share,
         mix: None,
@@ -117,7 +117,7 @@ pub fn analyze(
         tier_map: if bound {
             None
         } else {
-            TierMap::from_samples(&trace.samples, origin, settings.sample_ms as f64 / 1e3)
+            TierMap::from_samples(&trace.samples, origin, settings.run.sample_ms as f64 / 1e3)
         },
     })
 }
@@ -224,7 +224,7 @@ mod tests {
     #[test]
     fn first_touch_hits_only_while_the_hot_frame_is_low() {
         let mut s = WorkloadsSettings::new(true, Some(64 << 20)).unwrap();
-        s.vcpus = 1;
+        s.run.vcpus = 1;
         let case = RunCase {
             config: Config::FirstTouch,
             share: Some(0.25),
@@ -252,7 +252,7 @@ mod tests {
     #[test]
     fn the_bounds_have_all_or_no_room() {
         let mut s = WorkloadsSettings::new(true, Some(64 << 20)).unwrap();
-        s.vcpus = 1;
+        s.run.vcpus = 1;
         let slow = RunCase {
             config: Config::AllSlow,
             share: None,
@@ -278,7 +278,7 @@ mod tests {
     #[test]
     fn the_engine_run_converges_after_the_shift_and_keeps_its_moves() {
         let mut s = WorkloadsSettings::new(true, Some(64 << 20)).unwrap();
-        s.workloads = vec!["hotset".to_owned()];
+        s.run.workloads = vec!["hotset".to_owned()];
         let case = RunCase {
             config: Config::TieringDirtyLog,
             share: Some(0.25),

@@ -40,7 +40,7 @@ pub fn write_svgs(result: &WorkloadsResult, dir: &Path) -> Result<Vec<PathBuf>, 
         written.push(path);
         Ok::<(), PlotError>(())
     };
-    for workload in &result.settings.workloads {
+    for workload in &result.settings.run.workloads {
         for &share in &result.settings.shares {
             let runs: Vec<&RunResult> = result
                 .runs
