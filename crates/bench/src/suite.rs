@@ -19,6 +19,7 @@ use crate::migrate::{
 };
 use crate::plot::PlotError;
 use crate::policy::{self, PolicyResult, PolicySettings, PolicySuiteError};
+use crate::suite_common::SuiteTables;
 use crate::table::{RowWidthError, Table};
 use crate::track::{self, TrackResult, TrackSettings, TrackSuiteError};
 use crate::workloads::{self, WorkloadsResult, WorkloadsSettings, WorkloadsSuiteError};
@@ -258,8 +259,8 @@ impl SuiteResult {
             SuiteResult::Migrate(result) => result.tables(),
             SuiteResult::MigrateSoak(result) => result.tables(),
             SuiteResult::Track(result) => result.tables(),
-            SuiteResult::Policy(result) => result.tables(),
-            SuiteResult::Workloads(result) => result.tables(),
+            SuiteResult::Policy(result) => SuiteTables::tables(result),
+            SuiteResult::Workloads(result) => SuiteTables::tables(result),
         }
     }
 

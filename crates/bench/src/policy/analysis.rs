@@ -12,8 +12,8 @@ use super::result::{PhaseResult, RunResult, TimePoint};
 use super::settings::{Case, PolicySettings, TARGET_AFTER_SHIFT};
 use crate::stats::{mean, ratio};
 use crate::suite_common::{
-    AnalysisError, PhaseOracle, Sample, Trace, convergence_secs, dram_hit, engine_summary,
-    longest_convergence, migration_rates, min_moves, phase_mops, phase_oracles,
+    AnalysisError, PhaseOracle, PhaseRow, RunRow, Sample, Scored, Trace, convergence_secs,
+    engine_summary, longest_convergence, migration_rates, min_moves, phase_mops, score_samples,
 };
 
 /// Builds the result of `workload` under `case` from its trace.
@@ -24,25 +24,18 @@ pub fn analyze(
     trace: &Trace,
 ) -> Result<RunResult, AnalysisError> {
     let quota = settings.quota_frames(case);
-    let (origin, oracles) = phase_oracles(trace, settings.run.frame_size, quota)?;
-
-    let timeline: Vec<TimePoint> = trace
-        .samples
-        .iter()
-        .filter_map(|s| {
-            let phase = s.phase?;
-            let o = oracles.get(&phase)?;
-            let engine_hit = dram_hit(&o.access, &s.tiers);
-            Some(TimePoint {
-                secs: s.at_secs - origin,
-                phase,
-                engine_hit,
-                oracle_hit: o.best,
-                ratio: ratio(engine_hit, o.best),
-                fast_frames: s.tiers.iter().filter(|&&t| t == 0).count(),
-            })
-        })
-        .collect();
+    let Scored {
+        origin,
+        oracles,
+        timeline,
+    } = score_samples(trace, settings.run.frame_size, quota, |s| TimePoint {
+        secs: s.secs,
+        phase: s.phase,
+        engine_hit: s.hit,
+        oracle_hit: s.oracle.best,
+        ratio: ratio(s.hit, s.oracle.best),
+        fast_frames: s.tiers.iter().filter(|&&t| t == 0).count(),
+    })?;
 
     let mut phases = Vec::new();
     for (&phase, o) in &oracles {
@@ -75,12 +68,17 @@ pub fn analyze(
 
     let moved_bytes: u64 = phases.iter().map(|p| p.moved_bytes).sum();
     let min_bytes: u64 = phases.iter().map(|p| p.min_bytes).sum();
-    let shifts: Vec<&PhaseResult> = phases.iter().filter(|p| p.phase > 0).collect();
+    let shifts: Vec<&PhaseResult> = phases.iter().filter(|p| p.row.phase > 0).collect();
     let steady: Vec<f64> = phases.iter().filter_map(|p| p.steady_ratio).collect();
-    let mops: Vec<f64> = phases.iter().filter_map(|p| p.mops).collect();
+    let mops: Vec<f64> = phases.iter().filter_map(|p| p.row.mops).collect();
     Ok(RunResult {
-        workload: workload.to_owned(),
-        args: settings.run.workload_args(workload),
+        row: RunRow {
+            workload: workload.to_owned(),
+            args: settings.run.workload_args(workload),
+            mops: mean(mops.iter().copied()),
+            convergence_secs: longest_convergence(shifts.iter().map(|p| p.row.convergence_secs)),
+            rates: migration_rates(&trace.stats.recent, origin),
+        },
         tracker: case.tracker.clone(),
         quota_share: case.quota_share,
         quota_bytes: settings.quota_bytes(case),
@@ -93,14 +91,11 @@ pub fn analyze(
                 r.map(|r| Some(worst.map_or(r, |w| w.min(r))))
             })
             .flatten(),
-        convergence_secs: longest_convergence(shifts.iter().map(|p| p.convergence_secs)),
         moved_bytes,
         min_bytes,
         bytes_ratio: ratio(moved_bytes as f64, min_bytes as f64),
-        mops: mean(mops.iter().copied()),
         phases,
         engine: engine_summary(&trace.stats),
-        rates: migration_rates(&trace.stats.recent, origin),
         timeline,
     })
 }
@@ -150,15 +145,17 @@ fn phase_result(
         .map(|r| r.bytes)
         .sum();
     PhaseResult {
-        phase: span.phase,
-        start_secs: span.start,
+        row: PhaseRow {
+            phase: span.phase,
+            start_secs: span.start,
+            samples: points.len(),
+            mops: phase_mops(reports, span.phase, settings.run.vcpus),
+            oracle_hit: o.best,
+            convergence_secs,
+        },
         seconds: length,
-        samples: points.len(),
-        mops: phase_mops(reports, span.phase, settings.run.vcpus),
-        oracle_hit: o.best,
         steady_ratio: mean(steady.iter().copied()),
         window_ratio,
-        convergence_secs,
         promotions_needed: needed.map_or(0, |m| m.promotions),
         demotions_needed: needed.map_or(0, |m| m.demotions),
         min_bytes,
@@ -283,8 +280,8 @@ mod tests {
         let [p0, p1] = r.phases.as_slice() else {
             panic!("{:?}", r.phases)
         };
-        assert!((p0.convergence_secs.unwrap() - 0.2).abs() < 1e-9);
-        assert!((p1.convergence_secs.unwrap() - 0.3).abs() < 1e-9);
+        assert!((p0.row.convergence_secs.unwrap() - 0.2).abs() < 1e-9);
+        assert!((p1.row.convergence_secs.unwrap() - 0.3).abs() < 1e-9);
         assert_eq!(p0.steady_ratio, Some(1.0));
         assert_eq!(p1.steady_ratio, Some(1.0));
         assert_eq!(p1.window_ratio, Some(1.0));
@@ -300,11 +297,11 @@ mod tests {
         assert_eq!(r.min_bytes, 8 * MIB);
         assert_eq!(r.bytes_ratio, Some(1.5));
         assert_eq!(r.shift_ratio, Some(1.0));
-        assert!((r.convergence_secs.unwrap() - 0.3).abs() < 1e-9);
-        assert_eq!(p0.mops, Some(2.0));
-        assert_eq!(r.mops, Some(1.5));
-        assert_eq!(r.rates.len(), 3);
-        assert!((r.rates[0].mbps - 4.0 * MIB as f64 / 1e6 / 1.2).abs() < 1e-9);
+        assert!((r.row.convergence_secs.unwrap() - 0.3).abs() < 1e-9);
+        assert_eq!(p0.row.mops, Some(2.0));
+        assert_eq!(r.row.mops, Some(1.5));
+        assert_eq!(r.row.rates.len(), 3);
+        assert!((r.row.rates[0].mbps - 4.0 * MIB as f64 / 1e6 / 1.2).abs() < 1e-9);
         assert_eq!(r.engine.intervals, 4);
     }
 
@@ -334,9 +331,9 @@ mod tests {
             s.tiers = vec![1, 0, 1, 1, 1, 1, 1, 1];
         }
         let r = analyze(&settings(), &case, "hotset", &t).unwrap();
-        assert_eq!(r.phases[1].convergence_secs, None);
+        assert_eq!(r.phases[1].row.convergence_secs, None);
         assert_eq!(r.phases[1].steady_ratio, Some(0.0));
-        assert_eq!(r.convergence_secs, None);
+        assert_eq!(r.row.convergence_secs, None);
         assert_eq!(r.shift_ratio, Some(0.0));
         assert_eq!(r.steady_ratio, Some(0.5));
     }

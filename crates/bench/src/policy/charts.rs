@@ -27,7 +27,7 @@ pub fn hit_chart_name(run: &RunResult) -> String {
         tracker: run.tracker.clone(),
         quota_share: run.quota_share,
     };
-    format!("policy-hit-{}-{}.svg", run.workload, case.tag())
+    format!("policy-hit-{}-{}.svg", run.row.workload, case.tag())
 }
 
 /// Writes every run's DRAM-hit chart and every workload's migration-rate
@@ -39,7 +39,7 @@ pub fn write_svgs(result: &PolicyResult, dir: &Path) -> Result<Vec<PathBuf>, Plo
         .map(|r| (hit_chart_name(r), hit_chart(r)))
         .collect();
     for workload in &result.settings.run.workloads {
-        if result.runs.iter().any(|r| &r.workload == workload) {
+        if result.runs.iter().any(|r| &r.row.workload == workload) {
             charts.push((
                 format!("policy-migration-{workload}.svg"),
                 migration_chart(result, workload),
@@ -73,7 +73,7 @@ pub fn hit_chart(run: &RunResult) -> LineChart {
     LineChart {
         title: format!(
             "policy: DRAM-hit ratio, {} ({} quota = {})",
-            run.workload,
+            run.row.workload,
             run.tracker,
             format_size(run.quota_bytes)
         ),
@@ -126,9 +126,9 @@ pub fn migration_chart(result: &PolicyResult, workload: &str) -> LineChart {
     let runs: Vec<&RunResult> = result
         .runs
         .iter()
-        .filter(|r| r.workload == workload)
+        .filter(|r| r.row.workload == workload)
         .collect();
-    let x_range = x_range(runs.iter().flat_map(|r| r.rates.iter().map(|p| p.secs)));
+    let x_range = x_range(runs.iter().flat_map(|r| r.row.rates.iter().map(|p| p.secs)));
     LineChart {
         title: format!("policy: migration rate, {workload}"),
         x_label: "seconds since phase 0 began".to_owned(),
@@ -145,7 +145,7 @@ pub fn migration_chart(result: &PolicyResult, workload: &str) -> LineChart {
                     r.tracker,
                     crate::suite_common::format_share(r.quota_share)
                 ),
-                points: r.rates.iter().map(|p| (p.secs, p.mbps)).collect(),
+                points: r.row.rates.iter().map(|p| (p.secs, p.mbps)).collect(),
                 color: CASES[i % CASES.len()],
                 stroke: Stroke::Solid,
             })

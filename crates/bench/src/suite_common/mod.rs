@@ -15,6 +15,7 @@
 mod guest;
 mod guest_run;
 mod metrics;
+mod rows;
 mod scoring;
 
 use std::collections::BTreeMap;
@@ -29,6 +30,10 @@ pub use guest_run::{
     RunDefaults, SAMPLE_MS, SettingsError, VCPUS,
 };
 pub use metrics::{MinMoves, dram_hit, min_moves, oracle_hit};
+pub use rows::{
+    PhaseRow, RunRow, SuiteTables, columns, format_mops, format_secs, format_times, per_phase,
+    table_of,
+};
 pub use scoring::{
     EngineSummary, RatePoint, convergence_secs, engine_summary, longest_convergence,
     migration_rates, phase_mops,
@@ -79,6 +84,66 @@ pub fn phase_oracles(
         oracles.insert(phase, PhaseOracle { access, best });
     }
     Ok((origin, oracles))
+}
+
+/// One placement sample taken inside a phase that has an oracle, scored
+/// against it.
+#[derive(Debug, Clone, Copy)]
+pub struct ScoredSample<'a> {
+    /// Seconds after phase 0 began.
+    pub secs: f64,
+    /// The phase running.
+    pub phase: u64,
+    /// Share of the phase's accesses the placement serves from DRAM.
+    pub hit: f64,
+    /// The phase's oracle.
+    pub oracle: &'a PhaseOracle,
+    /// Tier of every frame.
+    pub tiers: &'a [u8],
+}
+
+/// A trace scored against its oracles: the time origin (phase 0's start),
+/// each phase's oracle and a point per sample inside a phase.
+#[derive(Debug, Clone)]
+pub struct Scored<T> {
+    /// When phase 0 began, on the trace's clock.
+    pub origin: f64,
+    /// The oracle of every phase with ground truth.
+    pub oracles: BTreeMap<u64, PhaseOracle>,
+    /// One point per sample inside a phase with an oracle, in time order.
+    pub timeline: Vec<T>,
+}
+
+/// Scores every sample of `trace` taken inside a phase against that
+/// phase's oracle for `room` frames of `frame_size` on the fast tier
+/// ([`phase_oracles`], [`dram_hit`]), each made a point by `point`.
+pub fn score_samples<T>(
+    trace: &Trace,
+    frame_size: u64,
+    room: usize,
+    point: impl Fn(ScoredSample<'_>) -> T,
+) -> Result<Scored<T>, AnalysisError> {
+    let (origin, oracles) = phase_oracles(trace, frame_size, room)?;
+    let timeline = trace
+        .samples
+        .iter()
+        .filter_map(|s| {
+            let phase = s.phase?;
+            let oracle = oracles.get(&phase)?;
+            Some(point(ScoredSample {
+                secs: s.at_secs - origin,
+                phase,
+                hit: dram_hit(&oracle.access, &s.tiers),
+                oracle,
+                tiers: &s.tiers,
+            }))
+        })
+        .collect();
+    Ok(Scored {
+        origin,
+        oracles,
+        timeline,
+    })
 }
 
 /// Why one run of a suite (a workload under one configuration) failed.

@@ -12,8 +12,8 @@ use crate::model::{Demand, MODELS, Pattern};
 use crate::policy::TARGET_AFTER_SHIFT;
 use crate::stats::{mean, ratio};
 use crate::suite_common::{
-    AnalysisError, Trace, convergence_secs, dram_hit, engine_summary, longest_convergence,
-    migration_rates, phase_mops, phase_oracles,
+    AnalysisError, PhaseRow, RunRow, Scored, Trace, convergence_secs, engine_summary,
+    longest_convergence, migration_rates, phase_mops, score_samples,
 };
 
 /// Builds the result of `workload` under `case` from its trace.
@@ -24,21 +24,16 @@ pub fn analyze(
     trace: &Trace,
 ) -> Result<RunResult, AnalysisError> {
     let room = settings.fast_frames(case);
-    let (origin, oracles) = phase_oracles(trace, settings.run.frame_size, room)?;
-    let timeline: Vec<HitPoint> = trace
-        .samples
-        .iter()
-        .filter_map(|s| {
-            let phase = s.phase?;
-            let o = oracles.get(&phase)?;
-            Some(HitPoint {
-                secs: s.at_secs - origin,
-                phase,
-                dram_hit: dram_hit(&o.access, &s.tiers),
-                oracle_hit: o.best,
-            })
-        })
-        .collect();
+    let Scored {
+        origin,
+        oracles,
+        timeline,
+    } = score_samples(trace, settings.run.frame_size, room, |s| HitPoint {
+        secs: s.secs,
+        phase: s.phase,
+        dram_hit: s.hit,
+        oracle_hit: s.oracle.best,
+    })?;
 
     let phases: Vec<PhaseResult> = oracles
         .iter()
@@ -49,18 +44,20 @@ pub fn analyze(
             let dram_hit = mean(points.iter().map(|p| p.dram_hit));
             let start_secs = trace.phase_starts.get(&phase).map_or(0.0, |s| s - origin);
             PhaseResult {
-                phase,
-                start_secs,
-                convergence_secs: convergence_secs(
-                    points
-                        .iter()
-                        .map(|p| (p.secs - start_secs, ratio(p.dram_hit, p.oracle_hit))),
-                    TARGET_AFTER_SHIFT,
-                ),
-                samples: points.len(),
-                mops: phase_mops(&trace.reports, phase, settings.run.vcpus),
+                row: PhaseRow {
+                    phase,
+                    start_secs,
+                    samples: points.len(),
+                    mops: phase_mops(&trace.reports, phase, settings.run.vcpus),
+                    oracle_hit: o.best,
+                    convergence_secs: convergence_secs(
+                        points
+                            .iter()
+                            .map(|p| (p.secs - start_secs, ratio(p.dram_hit, p.oracle_hit))),
+                        TARGET_AFTER_SHIFT,
+                    ),
+                },
                 dram_hit,
-                oracle_hit: o.best,
                 demand,
                 modeled: dram_hit.map_or_else(Vec::new, |hit| {
                     modeled(hit, &demand, settings.pattern(workload))
@@ -82,38 +79,40 @@ pub fn analyze(
     let bound = case.config.is_bound();
     let engine_runs = engine.is_some();
     Ok(RunResult {
-        workload: workload.to_owned(),
-        args: settings.run.workload_args(workload),
+        row: RunRow {
+            workload: workload.to_owned(),
+            args: settings.run.workload_args(workload),
+            mops: mean(phases.iter().filter_map(|p| p.row.mops)),
+            convergence_secs: if bound {
+                None
+            } else {
+                longest_convergence(
+                    phases
+                        .iter()
+                        .filter(|p| p.row.phase > 0)
+                        .map(|p| p.row.convergence_secs),
+                )
+            },
+            rates: if engine_runs {
+                migration_rates(&trace.stats.recent, origin)
+            } else {
+                Vec::new()
+            },
+        },
         config: case.config,
         share: case.share,
         mix: None,
         fast_frames: room,
         dram_hit: mean(timeline.iter().map(|p| p.dram_hit)),
         oracle_hit: mean(timeline.iter().map(|p| p.oracle_hit)),
-        mops: mean(phases.iter().filter_map(|p| p.mops)),
         moved_bytes,
         promoted_bytes: in_phases.iter().map(|r| frames_bytes(r.promoted)).sum(),
         demoted_bytes: in_phases.iter().map(|r| frames_bytes(r.demoted)).sum(),
         migrate_mbps: (span_secs > 0.0).then(|| moved_bytes as f64 / 1e6 / span_secs),
-        convergence_secs: if bound {
-            None
-        } else {
-            longest_convergence(
-                phases
-                    .iter()
-                    .filter(|p| p.phase > 0)
-                    .map(|p| p.convergence_secs),
-            )
-        },
         modeled: total_modeled(&phases),
         phases,
         engine,
         timeline,
-        rates: if engine_runs {
-            migration_rates(&trace.stats.recent, origin)
-        } else {
-            Vec::new()
-        },
         tier_map: if bound {
             None
         } else {
@@ -236,9 +235,9 @@ mod tests {
             panic!("{:?}", r.phases)
         };
         assert_eq!((p0.dram_hit, p1.dram_hit), (Some(1.0), Some(0.0)));
-        assert_eq!((p0.oracle_hit, p1.oracle_hit), (1.0, 1.0));
+        assert_eq!((p0.row.oracle_hit, p1.row.oracle_hit), (1.0, 1.0));
         assert_eq!(r.dram_hit, Some(0.5));
-        assert_eq!(p0.mops, Some(10.0));
+        assert_eq!(p0.row.mops, Some(10.0));
         assert!(r.engine.is_none());
         // Phase 0 runs at DRAM speed, phase 1 all on the slow tier: on
         // Optane 10^6 × (305 − 81) ns = 0.224 s extra over 0.2 s measured.
@@ -287,15 +286,18 @@ mod tests {
         let [p0, p1] = r.phases.as_slice() else {
             panic!("{:?}", r.phases)
         };
-        assert_eq!((p0.start_secs, p1.start_secs), (0.0, 1.0));
+        assert_eq!((p0.row.start_secs, p1.row.start_secs), (0.0, 1.0));
         // Frame 1 is fast from the start; frame 20 from 11.5 s on.
-        assert_eq!(p0.convergence_secs, Some(0.0));
-        assert!((p1.convergence_secs.unwrap() - 0.5).abs() < 1e-9, "{p1:?}");
-        assert_eq!(r.convergence_secs, p1.convergence_secs);
+        assert_eq!(p0.row.convergence_secs, Some(0.0));
+        assert!(
+            (p1.row.convergence_secs.unwrap() - 0.5).abs() < 1e-9,
+            "{p1:?}"
+        );
+        assert_eq!(r.row.convergence_secs, p1.row.convergence_secs);
         // Boot's promotion is left out; the swap at 11.4 s is counted.
         assert_eq!((r.promoted_bytes, r.demoted_bytes), (2 * MIB, 2 * MIB));
         assert_eq!(r.moved_bytes, 4 * MIB);
-        assert_eq!(r.rates.len(), 2);
+        assert_eq!(r.row.rates.len(), 2);
         let map = r.tier_map.as_ref().unwrap();
         assert_eq!((map.frames, map.columns()), (32, 20));
         assert_eq!(map.rows[20], [[15, 0], [5, crate::workloads::LEVELS]]);
@@ -306,16 +308,16 @@ mod tests {
             share: Some(0.25),
         };
         let r = analyze(&s, &touch, "hotset", &sample_workloads_trace(false)).unwrap();
-        assert_eq!(r.phases[1].convergence_secs, None);
-        assert_eq!(r.convergence_secs, None);
-        assert!(r.rates.is_empty() && r.promoted_bytes == 0);
+        assert_eq!(r.phases[1].row.convergence_secs, None);
+        assert_eq!(r.row.convergence_secs, None);
+        assert!(r.row.rates.is_empty() && r.promoted_bytes == 0);
         assert!(r.tier_map.is_some());
         let bound = RunCase {
             config: Config::AllFast,
             share: None,
         };
         let r = analyze(&s, &bound, "hotset", &sample_workloads_trace(false)).unwrap();
-        assert!(r.tier_map.is_none() && r.convergence_secs.is_none());
+        assert!(r.tier_map.is_none() && r.row.convergence_secs.is_none());
     }
 
     #[test]

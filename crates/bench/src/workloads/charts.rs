@@ -46,7 +46,9 @@ pub fn write_svgs(result: &WorkloadsResult, dir: &Path) -> Result<Vec<PathBuf>, 
                 .runs
                 .iter()
                 .filter(|r| {
-                    &r.workload == workload && r.mix.is_none() && r.share.is_none_or(|s| s == share)
+                    &r.row.workload == workload
+                        && r.mix.is_none()
+                        && r.share.is_none_or(|s| s == share)
                 })
                 .collect();
             if runs.is_empty() {
@@ -124,7 +126,7 @@ pub fn hit_chart(workload: &str, share: f64, runs: &[&RunResult]) -> LineChart {
 pub fn migration_chart(workload: &str, share: f64, runs: &[&RunResult]) -> LineChart {
     let last = runs
         .iter()
-        .flat_map(|r| r.rates.iter().map(|p| p.secs))
+        .flat_map(|r| r.row.rates.iter().map(|p| p.secs))
         .fold(0.0, f64::max);
     LineChart {
         title: format!(
@@ -138,10 +140,10 @@ pub fn migration_chart(workload: &str, share: f64, runs: &[&RunResult]) -> LineC
         y_axis: YAxis::LinearFromZero,
         series: runs
             .iter()
-            .filter(|r| !r.rates.is_empty())
+            .filter(|r| !r.row.rates.is_empty())
             .map(|r| Series {
                 label: r.config.name().to_owned(),
-                points: r.rates.iter().map(|p| (p.secs, p.mbps)).collect(),
+                points: r.row.rates.iter().map(|p| (p.secs, p.mbps)).collect(),
                 color: config_color(r.config),
                 stroke: Stroke::Solid,
             })
@@ -188,8 +190,8 @@ pub fn tier_map_chart(run: &RunResult) -> Option<GridChart> {
             .phases
             .iter()
             .map(|p| Marker {
-                x: p.start_secs,
-                label: format!("phase {}", p.phase),
+                x: p.row.start_secs,
+                label: format!("phase {}", p.row.phase),
             })
             .collect(),
     })
