@@ -6,20 +6,9 @@ use std::path::{Path, PathBuf};
 
 use super::result::{PolicyResult, RunResult};
 use super::settings::{Case, TARGET_AFTER_SHIFT, TARGET_STEADY};
-use crate::plot::{LineChart, PlotError, Rgb, Series, Stroke, XAxis, YAxis};
+use crate::palette::{ENGINE, ORACLE, RATIO, SERIES, TARGET, cycled};
+use crate::plot::{LineChart, PlotError, Series, Stroke, XAxis, YAxis};
 use crate::size::format_size;
-
-const ORACLE: Rgb = Rgb(0, 0, 0);
-const ENGINE: Rgb = Rgb(31, 119, 180);
-const RATIO: Rgb = Rgb(230, 120, 20);
-const TARGET: Rgb = Rgb(150, 150, 150);
-/// Colours of the engine configurations in the migration-rate charts.
-const CASES: [Rgb; 4] = [
-    Rgb(31, 119, 180),
-    Rgb(214, 39, 40),
-    Rgb(44, 160, 44),
-    Rgb(148, 103, 189),
-];
 
 /// The file name of `run`'s DRAM-hit chart.
 pub fn hit_chart_name(run: &RunResult) -> String {
@@ -146,7 +135,7 @@ pub fn migration_chart(result: &PolicyResult, workload: &str) -> LineChart {
                     crate::suite_common::format_share(r.quota_share)
                 ),
                 points: r.row.rates.iter().map(|p| (p.secs, p.mbps)).collect(),
-                color: CASES[i % CASES.len()],
+                color: cycled(&SERIES, i),
                 stroke: Stroke::Solid,
             })
             .filter(|s| !s.points.is_empty())

@@ -8,10 +8,8 @@ use super::settings::{
     PolicySettings, TARGET_AFTER_SHIFT, TARGET_BYTES_RATIO, TARGET_SHIFT_SECS, TARGET_STEADY,
 };
 use crate::size::format_size;
-use crate::suite_common::{
-    EngineSummary, PhaseRow, RunRow, SuiteTables, columns, format_mops, format_secs, format_share,
-    format_times, per_phase, table_of,
-};
+use crate::suite_common::rows::{self, PhaseRow, RunRow, SuiteTables};
+use crate::suite_common::{EngineSummary, format_share};
 use crate::table::{RowWidthError, Table};
 use crate::track::{format_percent, format_us};
 
@@ -283,13 +281,13 @@ impl PolicyResult {
 
 impl SuiteTables for PolicyResult {
     fn run_table(&self) -> Result<Table, RowWidthError> {
-        table_of(
+        rows::table_of(
             format!(
                 "Tiering engine against the oracle ({} guest, DRAM-hit as a share of the \
                  oracle's)",
                 format_size(self.settings.run.guest_bytes)
             ),
-            &columns(
+            &rows::columns(
                 &["workload", "tracker"],
                 &[
                     "quota",
@@ -314,11 +312,11 @@ impl SuiteTables for PolicyResult {
                     ),
                     format_ratio(r.steady_ratio),
                     format_ratio(r.shift_ratio),
-                    format_secs(r.row.convergence_secs),
+                    rows::format_secs(r.row.convergence_secs),
                     format_size(r.moved_bytes),
                     format_size(r.min_bytes),
-                    format_times(r.bytes_ratio),
-                    format_mops(r.row.mops),
+                    rows::format_times(r.bytes_ratio),
+                    rows::format_mops(r.row.mops),
                 ]
             },
         )
@@ -326,9 +324,9 @@ impl SuiteTables for PolicyResult {
 
     fn phase_table(&self) -> Result<Table, RowWidthError> {
         let window = format!("at {} s", self.settings.shift_window_secs);
-        table_of(
+        rows::table_of(
             "Per phase (phase 0 follows boot and warm-up; later phases are shifts)",
-            &columns(
+            &rows::columns(
                 &["workload", "tracker"],
                 &[
                     "quota",
@@ -343,18 +341,18 @@ impl SuiteTables for PolicyResult {
                     "minimum",
                 ],
             ),
-            per_phase(&self.runs, |r| &r.phases),
+            rows::per_phase(&self.runs, |r| &r.phases),
             |(r, p)| {
                 vec![
                     r.row.workload.clone(),
                     r.tracker.clone(),
                     format_share(r.quota_share),
                     p.row.phase.to_string(),
-                    format_mops(p.row.mops),
+                    rows::format_mops(p.row.mops),
                     format_ratio(Some(p.row.oracle_hit)),
                     format_ratio(p.steady_ratio),
                     format_ratio(p.window_ratio),
-                    format_secs(p.row.convergence_secs),
+                    rows::format_secs(p.row.convergence_secs),
                     p.promotions_needed.to_string(),
                     format_size(p.moved_bytes),
                     format_size(p.min_bytes),
@@ -364,10 +362,10 @@ impl SuiteTables for PolicyResult {
     }
 
     fn engine_table(&self) -> Result<Table, RowWidthError> {
-        table_of(
+        rows::table_of(
             "Engine counters over the whole run (boot and warm-up included) and mean time per \
              interval",
-            &columns(
+            &rows::columns(
                 &["workload", "tracker"],
                 &[
                     "quota",

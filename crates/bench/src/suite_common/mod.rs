@@ -15,7 +15,7 @@
 mod guest;
 mod guest_run;
 mod metrics;
-mod rows;
+pub mod rows;
 mod scoring;
 
 use std::collections::BTreeMap;
@@ -30,10 +30,7 @@ pub use guest_run::{
     RunDefaults, SAMPLE_MS, SettingsError, VCPUS,
 };
 pub use metrics::{MinMoves, dram_hit, min_moves, oracle_hit};
-pub use rows::{
-    PhaseRow, RunRow, SuiteTables, columns, format_mops, format_secs, format_times, per_phase,
-    table_of,
-};
+pub use rows::{PhaseRow, RunRow, SuiteTables};
 pub use scoring::{
     EngineSummary, RatePoint, convergence_secs, engine_summary, longest_convergence,
     migration_rates, phase_mops,

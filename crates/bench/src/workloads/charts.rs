@@ -10,23 +10,12 @@ use super::result::{RunResult, WorkloadsResult};
 use super::settings::Config;
 use super::tier_map::{TierMap, share as level_share};
 use crate::grid_chart::{GridChart, GridRun, Marker};
+use crate::palette::{BLUE, FAST_TIER, GREEN, GREY, ORACLE, PURPLE, RED, SLOW_TIER, cycled};
 use crate::plot::{LineChart, PlotError, Rgb, Series, Stroke, XAxis, YAxis};
 use crate::suite_common::format_share;
 
-/// The fast tier's colour in the tier maps (blue).
-const FAST: Rgb = Rgb(31, 90, 180);
-/// The slow tier's colour in the tier maps (light orange).
-const SLOW: Rgb = Rgb(253, 174, 97);
-
-const ORACLE: Rgb = Rgb(0, 0, 0);
 /// Colours of the configurations, in [`super::Config::ALL`] order.
-const CONFIGS: [Rgb; 5] = [
-    Rgb(44, 160, 44),
-    Rgb(214, 39, 40),
-    Rgb(127, 127, 127),
-    Rgb(31, 119, 180),
-    Rgb(148, 103, 189),
-];
+const CONFIGS: [Rgb; 5] = [GREEN, RED, GREY, BLUE, PURPLE];
 
 /// Writes every chart of every workload at every share into `dir`
 /// (which must exist): the DRAM-hit chart, the migration-rate chart when
@@ -77,7 +66,7 @@ pub fn write_svgs(result: &WorkloadsResult, dir: &Path) -> Result<Vec<PathBuf>, 
 /// The colour of `config` in the line charts.
 fn config_color(config: Config) -> Rgb {
     let index = Config::ALL.iter().position(|c| *c == config).unwrap_or(0);
-    CONFIGS[index % CONFIGS.len()]
+    cycled(&CONFIGS, index)
 }
 
 /// Every configuration's DRAM-hit ratio over time, and the oracle's with
@@ -184,8 +173,8 @@ pub fn tier_map_chart(run: &RunResult) -> Option<GridChart> {
                     .collect()
             })
             .collect(),
-        high: (FAST, "fast tier (DRAM)".to_owned()),
-        low: (SLOW, "slow tier".to_owned()),
+        high: (FAST_TIER, "fast tier (DRAM)".to_owned()),
+        low: (SLOW_TIER, "slow tier".to_owned()),
         markers: run
             .phases
             .iter()
@@ -283,7 +272,7 @@ mod tests {
         ] {
             assert!(tiers.contains(text), "tier map lacks {text}");
         }
-        let Rgb(r, g, b) = FAST;
+        let Rgb(r, g, b) = FAST_TIER;
         let fast = format!("fill=\"#{r:02X}{g:02X}{b:02X}\"");
         // One rectangle per run: frames 0..7 fast throughout, frames 7
         // and 20 each fast for one run; and the legend's swatch.

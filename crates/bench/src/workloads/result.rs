@@ -11,10 +11,8 @@ use crate::model::Demand;
 use crate::model::{CXL, DRAM, MODELS, OPTANE};
 use crate::policy::TARGET_AFTER_SHIFT;
 use crate::size::format_size;
-use crate::suite_common::{
-    EngineSummary, PhaseRow, RunRow, SuiteTables, columns, format_mops, format_secs, format_share,
-    format_times, per_phase, table_of,
-};
+use crate::suite_common::rows::{self, PhaseRow, RunRow, SuiteTables};
+use crate::suite_common::{EngineSummary, format_share};
 use crate::table::{RowWidthError, Table};
 use crate::track::{format_percent, format_us};
 
@@ -171,7 +169,7 @@ fn format_convergence(config: Config, secs: Option<f64>) -> String {
     if config.is_bound() {
         "—".to_owned()
     } else {
-        format_secs(secs)
+        rows::format_secs(secs)
     }
 }
 
@@ -246,14 +244,14 @@ impl SuiteTables for WorkloadsResult {
             "MB/s",
         ];
         right.extend(headers.iter().flatten().map(String::as_str));
-        table_of(
+        rows::table_of(
             format!(
                 "Per run ({}): guest throughput, DRAM-hit against the oracle, the longest \
                  convergence after a phase shift, bytes promoted and demoted from phase 0 on and \
                  their rate, and the modeled cost on DRAM+CXL and DRAM+Optane",
                 self.settings.tiers.label()
             ),
-            &columns(&["workload", "config"], &right),
+            &rows::columns(&["workload", "config"], &right),
             &self.runs,
             |r| {
                 let mut row = vec![
@@ -270,7 +268,7 @@ impl SuiteTables for WorkloadsResult {
                         },
                         format_share,
                     ),
-                    format_mops(r.row.mops),
+                    rows::format_mops(r.row.mops),
                     format_percent(r.dram_hit),
                     format_percent(r.oracle_hit),
                     format_convergence(r.config, r.row.convergence_secs),
@@ -282,7 +280,7 @@ impl SuiteTables for WorkloadsResult {
                 for model in MODELS {
                     let cost = r.modeled_on(model.name);
                     row.push(format_ns(cost.and_then(ModeledCost::stall_ns_per_op)));
-                    row.push(format_times(cost.and_then(|c| c.relative_throughput)));
+                    row.push(rows::format_times(cost.and_then(|c| c.relative_throughput)));
                 }
                 row
             },
@@ -290,10 +288,10 @@ impl SuiteTables for WorkloadsResult {
     }
 
     fn phase_table(&self) -> Result<Table, RowWidthError> {
-        table_of(
+        rows::table_of(
             "Per phase: guest throughput, DRAM-hit and convergence (phase 0 follows boot; \
              later phases shift the hot set)",
-            &columns(
+            &rows::columns(
                 &["workload", "config"],
                 &[
                     "phase",
@@ -304,14 +302,14 @@ impl SuiteTables for WorkloadsResult {
                     "converged",
                 ],
             ),
-            per_phase(&self.runs, |r| &r.phases),
+            rows::per_phase(&self.runs, |r| &r.phases),
             |(r, p)| {
                 vec![
                     r.row.workload.clone(),
                     format!("{}{}", r.case().label(), r.beside()),
                     p.row.phase.to_string(),
                     format!("{:.1} s", p.row.start_secs),
-                    format_mops(p.row.mops),
+                    rows::format_mops(p.row.mops),
                     format_percent(p.dram_hit),
                     format_percent(Some(p.row.oracle_hit)),
                     format_convergence(r.config, p.row.convergence_secs),
@@ -321,10 +319,10 @@ impl SuiteTables for WorkloadsResult {
     }
 
     fn engine_table(&self) -> Result<Table, RowWidthError> {
-        table_of(
+        rows::table_of(
             "Engine runs: counters over the whole run (boot included), mean time per interval \
              of each stage, and the engine thread's time in all (collect = the tracker's share)",
-            &columns(
+            &rows::columns(
                 &["workload", "config"],
                 &[
                     "intervals",
