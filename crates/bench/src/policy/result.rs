@@ -8,9 +8,9 @@ use super::settings::{
     PolicySettings, TARGET_AFTER_SHIFT, TARGET_BYTES_RATIO, TARGET_SHIFT_SECS, TARGET_STEADY,
 };
 use crate::size::format_size;
-use crate::suite_common::rows::{self, PhaseRow, RunRow, SuiteTables};
+use crate::suite_common::rows::{self, KeyedRun, PhaseRow, RunRow, SuiteTables};
 use crate::suite_common::{EngineSummary, format_share};
-use crate::table::{RowWidthError, Table};
+use crate::table::{Align, RowWidthError, Table};
 use crate::track::{format_percent, format_us};
 
 /// The policy suite's result.
@@ -324,29 +324,22 @@ impl SuiteTables for PolicyResult {
 
     fn phase_table(&self) -> Result<Table, RowWidthError> {
         let window = format!("at {} s", self.settings.shift_window_secs);
-        rows::table_of(
+        rows::phase_table(
             "Per phase (phase 0 follows boot and warm-up; later phases are shifts)",
-            &rows::columns(
-                &["workload", "tracker"],
-                &[
-                    "quota",
-                    "phase",
-                    "Mops/s",
-                    "oracle hit",
-                    "steady",
-                    &window,
-                    "convergence",
-                    "promotions needed",
-                    "migrated",
-                    "minimum",
-                ],
-            ),
-            rows::per_phase(&self.runs, |r| &r.phases),
-            |(r, p)| {
+            &[
+                "phase",
+                "Mops/s",
+                "oracle hit",
+                "steady",
+                &window,
+                "convergence",
+                "promotions needed",
+                "migrated",
+                "minimum",
+            ],
+            &self.runs,
+            |_, p| {
                 vec![
-                    r.row.workload.clone(),
-                    r.tracker.clone(),
-                    format_share(r.quota_share),
                     p.row.phase.to_string(),
                     rows::format_mops(p.row.mops),
                     format_ratio(Some(p.row.oracle_hit)),
@@ -362,31 +355,24 @@ impl SuiteTables for PolicyResult {
     }
 
     fn engine_table(&self) -> Result<Table, RowWidthError> {
-        rows::table_of(
+        rows::keyed_table(
             "Engine counters over the whole run (boot and warm-up included) and mean time per \
              interval",
-            &rows::columns(
-                &["workload", "tracker"],
-                &[
-                    "quota",
-                    "intervals",
-                    "promoted",
-                    "demoted",
-                    "exchanges",
-                    "aborted",
-                    "collect",
-                    "heat",
-                    "plan",
-                    "migrate",
-                ],
-            ),
+            &[
+                "intervals",
+                "promoted",
+                "demoted",
+                "exchanges",
+                "aborted",
+                "collect",
+                "heat",
+                "plan",
+                "migrate",
+            ],
             &self.runs,
             |r| {
                 let e = &r.engine;
-                vec![
-                    r.row.workload.clone(),
-                    r.tracker.clone(),
-                    format_share(r.quota_share),
+                Some(vec![
                     e.intervals.to_string(),
                     format!("{} ({})", e.promoted_frames, format_size(e.promoted_bytes)),
                     format!("{} ({})", e.demoted_frames, format_size(e.demoted_bytes)),
@@ -396,9 +382,30 @@ impl SuiteTables for PolicyResult {
                     format_us(e.heat_us),
                     format_us(e.plan_us),
                     format_us(e.migrate_us),
-                ]
+                ])
             },
         )
+    }
+}
+
+impl KeyedRun for RunResult {
+    type Phase = PhaseResult;
+    const KEY: &'static [(&'static str, Align)] = &[
+        ("workload", Align::Left),
+        ("tracker", Align::Left),
+        ("quota", Align::Right),
+    ];
+
+    fn key(&self) -> Vec<String> {
+        vec![
+            self.row.workload.clone(),
+            self.tracker.clone(),
+            format_share(self.quota_share),
+        ]
+    }
+
+    fn phases(&self) -> &[PhaseResult] {
+        &self.phases
     }
 }
 

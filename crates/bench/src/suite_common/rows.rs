@@ -99,6 +99,61 @@ pub fn per_phase<'a, R, P: 'a>(
         .flat_map(move |r| phases(r).iter().map(move |p| (r, p)))
 }
 
+/// A suite's run row as its phase and engine tables name it.
+pub trait KeyedRun {
+    /// One phase of the run.
+    type Phase;
+    /// The columns that name a run.
+    const KEY: &'static [(&'static str, Align)];
+    /// The cells under [`KeyedRun::KEY`].
+    fn key(&self) -> Vec<String>;
+    /// The run's phases.
+    fn phases(&self) -> &[Self::Phase];
+}
+
+fn keyed_columns<'a, R: KeyedRun>(right: &[&'a str]) -> Vec<(&'a str, Align)> {
+    let mut all = R::KEY.to_vec();
+    all.extend(columns(&[], right));
+    all
+}
+
+/// One row per phase of every run of `runs`: the run's key, then
+/// `cells` under the `right` columns (right-aligned).
+pub fn phase_table<R: KeyedRun>(
+    title: impl Into<String>,
+    right: &[&str],
+    runs: &[R],
+    cells: impl Fn(&R, &R::Phase) -> Vec<String>,
+) -> Result<Table, RowWidthError> {
+    let keyed = |(r, p): (&R, &R::Phase)| {
+        let mut row = r.key();
+        row.extend(cells(r, p));
+        row
+    };
+    table_of(
+        title,
+        &keyed_columns::<R>(right),
+        per_phase(runs, R::phases),
+        keyed,
+    )
+}
+
+/// One row per run of `runs` that `cells` has cells for: the run's key,
+/// then those cells under the `right` columns (right-aligned).
+pub fn keyed_table<R: KeyedRun>(
+    title: impl Into<String>,
+    right: &[&str],
+    runs: &[R],
+    cells: impl Fn(&R) -> Option<Vec<String>>,
+) -> Result<Table, RowWidthError> {
+    let rows = runs.iter().filter_map(|r| {
+        let mut row = r.key();
+        row.extend(cells(r)?);
+        Some(row)
+    });
+    table_of(title, &keyed_columns::<R>(right), rows, |row| row)
+}
+
 /// The three tables of a suite's result: per run, per phase, and the
 /// engine's counters.
 pub trait SuiteTables {

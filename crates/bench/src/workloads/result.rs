@@ -11,9 +11,9 @@ use crate::model::Demand;
 use crate::model::{CXL, DRAM, MODELS, OPTANE};
 use crate::policy::TARGET_AFTER_SHIFT;
 use crate::size::format_size;
-use crate::suite_common::rows::{self, PhaseRow, RunRow, SuiteTables};
+use crate::suite_common::rows::{self, KeyedRun, PhaseRow, RunRow, SuiteTables};
 use crate::suite_common::{EngineSummary, format_share};
-use crate::table::{RowWidthError, Table};
+use crate::table::{Align, RowWidthError, Table};
 use crate::track::{format_percent, format_us};
 
 /// The workloads suite's result.
@@ -288,25 +288,20 @@ impl SuiteTables for WorkloadsResult {
     }
 
     fn phase_table(&self) -> Result<Table, RowWidthError> {
-        rows::table_of(
+        rows::phase_table(
             "Per phase: guest throughput, DRAM-hit and convergence (phase 0 follows boot; \
              later phases shift the hot set)",
-            &rows::columns(
-                &["workload", "config"],
-                &[
-                    "phase",
-                    "start",
-                    "Mops/s",
-                    "DRAM-hit",
-                    "oracle",
-                    "converged",
-                ],
-            ),
-            rows::per_phase(&self.runs, |r| &r.phases),
-            |(r, p)| {
+            &[
+                "phase",
+                "start",
+                "Mops/s",
+                "DRAM-hit",
+                "oracle",
+                "converged",
+            ],
+            &self.runs,
+            |r, p| {
                 vec![
-                    r.row.workload.clone(),
-                    format!("{}{}", r.case().label(), r.beside()),
                     p.row.phase.to_string(),
                     format!("{:.1} s", p.row.start_secs),
                     rows::format_mops(p.row.mops),
@@ -319,31 +314,26 @@ impl SuiteTables for WorkloadsResult {
     }
 
     fn engine_table(&self) -> Result<Table, RowWidthError> {
-        rows::table_of(
+        rows::keyed_table(
             "Engine runs: counters over the whole run (boot included), mean time per interval \
              of each stage, and the engine thread's time in all (collect = the tracker's share)",
-            &rows::columns(
-                &["workload", "config"],
-                &[
-                    "intervals",
-                    "promoted",
-                    "demoted",
-                    "aborted",
-                    "collect",
-                    "heat",
-                    "plan",
-                    "migrate",
-                    "tracker total",
-                    "engine total",
-                ],
-            ),
-            self.runs
-                .iter()
-                .filter_map(|r| r.engine.as_ref().map(|e| (r, e))),
-            |(r, e)| {
-                vec![
-                    r.row.workload.clone(),
-                    format!("{}{}", r.case().label(), r.beside()),
+            &[
+                "intervals",
+                "promoted",
+                "demoted",
+                "aborted",
+                "collect",
+                "heat",
+                "plan",
+                "migrate",
+                "tracker total",
+                "engine total",
+            ],
+            &self.runs,
+            |r| {
+                let e = r.engine.as_ref()?;
+                let stages = e.collect_us + e.heat_us + e.plan_us + e.migrate_us;
+                Some(vec![
                     e.intervals.to_string(),
                     format_size(e.promoted_bytes),
                     format_size(e.demoted_bytes),
@@ -353,11 +343,26 @@ impl SuiteTables for WorkloadsResult {
                     format_us(e.plan_us),
                     format_us(e.migrate_us),
                     format_us(e.collect_us * e.intervals as f64),
-                    format_us(
-                        (e.collect_us + e.heat_us + e.plan_us + e.migrate_us) * e.intervals as f64,
-                    ),
-                ]
+                    format_us(stages * e.intervals as f64),
+                ])
             },
         )
+    }
+}
+
+impl KeyedRun for RunResult {
+    type Phase = PhaseResult;
+    const KEY: &'static [(&'static str, Align)] =
+        &[("workload", Align::Left), ("config", Align::Left)];
+
+    fn key(&self) -> Vec<String> {
+        vec![
+            self.row.workload.clone(),
+            format!("{}{}", self.case().label(), self.beside()),
+        ]
+    }
+
+    fn phases(&self) -> &[PhaseResult] {
+        &self.phases
     }
 }
