@@ -12,31 +12,51 @@ use super::result::{PhaseResult, RunResult, TimePoint};
 use super::settings::{Case, PolicySettings, TARGET_AFTER_SHIFT};
 use crate::stats::{mean, ratio};
 use crate::suite_common::{
-    AnalysisError, PhaseOracle, PhaseRow, RunRow, Sample, Scored, Trace, convergence_secs,
-    engine_summary, longest_convergence, migration_rates, min_moves, phase_mops, score_samples,
+    Analysis, GuestRun, PhaseOracle, PhaseRow, RunRow, Sample, ScoredRun, ScoredSample,
+    convergence_secs, engine_summary, longest_convergence, migration_rates, min_moves, phase_mops,
 };
 
-/// Builds the result of `workload` under `case` from its trace.
-pub fn analyze(
-    settings: &PolicySettings,
-    case: &Case,
-    workload: &str,
-    trace: &Trace,
-) -> Result<RunResult, AnalysisError> {
-    let quota = settings.quota_frames(case);
-    let Scored {
+impl Analysis for PolicySettings {
+    type Case = Case;
+    type Point = TimePoint;
+    type Run = RunResult;
+
+    fn guest_run(&self) -> &GuestRun {
+        &self.run
+    }
+
+    fn room(&self, case: &Case) -> usize {
+        self.quota_frames(case)
+    }
+
+    fn point(s: ScoredSample<'_>) -> TimePoint {
+        TimePoint {
+            secs: s.secs,
+            phase: s.phase,
+            engine_hit: s.hit,
+            oracle_hit: s.oracle.best,
+            ratio: ratio(s.hit, s.oracle.best),
+            fast_frames: s.tiers.iter().filter(|&&t| t == 0).count(),
+        }
+    }
+
+    fn result(&self, run: ScoredRun<'_, Self>) -> RunResult {
+        policy_result(self, run)
+    }
+}
+
+/// The result of a run scored against its oracles: per phase, then over
+/// the phases after a shift.
+fn policy_result(settings: &PolicySettings, run: ScoredRun<'_, PolicySettings>) -> RunResult {
+    let ScoredRun {
+        case,
+        workload,
+        trace,
+        room: quota,
         origin,
         oracles,
         timeline,
-    } = score_samples(trace, settings.run.frame_size, quota, |s| TimePoint {
-        secs: s.secs,
-        phase: s.phase,
-        engine_hit: s.hit,
-        oracle_hit: s.oracle.best,
-        ratio: ratio(s.hit, s.oracle.best),
-        fast_frames: s.tiers.iter().filter(|&&t| t == 0).count(),
-    })?;
-
+    } = run;
     let mut phases = Vec::new();
     for (&phase, o) in &oracles {
         let Some(&start) = trace.phase_starts.get(&phase) else {
@@ -71,7 +91,7 @@ pub fn analyze(
     let shifts: Vec<&PhaseResult> = phases.iter().filter(|p| p.row.phase > 0).collect();
     let steady: Vec<f64> = phases.iter().filter_map(|p| p.steady_ratio).collect();
     let mops: Vec<f64> = phases.iter().filter_map(|p| p.row.mops).collect();
-    Ok(RunResult {
+    RunResult {
         row: RunRow {
             workload: workload.to_owned(),
             args: settings.run.workload_args(workload),
@@ -97,7 +117,7 @@ pub fn analyze(
         phases,
         engine: engine_summary(&trace.stats),
         timeline,
-    })
+    }
 }
 
 /// Where a phase lies on the run's clock (seconds since phase 0 began).
@@ -181,6 +201,7 @@ mod tests {
     use tiering::stats::MoveCount;
 
     use super::*;
+    use crate::suite_common::{AnalysisError, Trace, analyze};
     use crate::testing::hot_frame;
 
     const MIB: u64 = 1 << 20;

@@ -21,12 +21,12 @@ use vmm::vm::VmConfig;
 use crate::progress;
 use crate::suite_common::{SuiteError, run_case};
 
+pub use crate::suite_common::analyze;
 pub use crate::suite_common::{
     AnalysisError, EngineSummary, MinMoves, RatePoint, RunError, RunSpec, Sample, SettingsError,
     Trace, convergence_secs, dram_hit, engine_summary, format_share, longest_convergence,
     migration_rates, min_moves, oracle_hit, phase_mops, run_spec, spec_config,
 };
-pub use analysis::analyze;
 pub use charts::{hit_chart, hit_chart_name, migration_chart, write_svgs};
 pub use result::{PhaseResult, PolicyResult, RunResult, Targets, TimePoint, Verdict, format_ratio};
 pub use settings::{

@@ -4,7 +4,9 @@
 //! guest run ([`run_spec`]: a fresh VM, its placement sampled, its ground
 //! truth and engine counters read afterwards), the payload's workload
 //! string, quotas in whole frames, each phase's oracle and the DRAM-hit
-//! arithmetic on it ([`phase_oracles`], [`dram_hit`]), what else a run
+//! arithmetic on it ([`phase_oracles`], [`dram_hit`]), the analysis
+//! skeleton that scores every sample ([`Analysis`], [`analyze`]), the
+//! result rows and tables ([`rows`]), what else a run
 //! is scored by (throughput, convergence, the engine's counters and
 //! migration rate), the error of one
 //! run and its scoring ([`CaseError`], [`run_case`]) and of a whole suite
@@ -19,6 +21,7 @@ pub mod rows;
 mod scoring;
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use thiserror::Error;
 
@@ -99,35 +102,74 @@ pub struct ScoredSample<'a> {
     pub tiers: &'a [u8],
 }
 
-/// A trace scored against its oracles: the time origin (phase 0's start),
-/// each phase's oracle and a point per sample inside a phase.
-#[derive(Debug, Clone)]
-pub struct Scored<T> {
+/// What a suite's analysis of one run differs in: its configurations,
+/// the oracle's room under one, how it keeps a scored sample, and the
+/// result it builds. [`analyze`] is the skeleton around them.
+pub trait Analysis {
+    /// One configuration of a run.
+    type Case;
+    /// A scored sample, as the suite keeps it.
+    type Point;
+    /// One run's result.
+    type Run;
+    /// The shape of the suite's guest runs.
+    fn guest_run(&self) -> &GuestRun;
+    /// Frames the fast tier may hold under `case`: the oracle's room.
+    fn room(&self, case: &Self::Case) -> usize;
+    /// The suite's point for a scored sample.
+    fn point(sample: ScoredSample<'_>) -> Self::Point;
+    /// The run's result from its scored trace.
+    fn result(&self, run: ScoredRun<'_, Self>) -> Self::Run;
+}
+
+/// One run's trace scored against its oracles, for [`Analysis::result`].
+pub struct ScoredRun<'a, S: Analysis + ?Sized> {
+    /// The run's configuration.
+    pub case: &'a S::Case,
+    /// The workload.
+    pub workload: &'a str,
+    /// What the run recorded.
+    pub trace: &'a Trace,
+    /// Frames the fast tier may hold: the oracle's room.
+    pub room: usize,
     /// When phase 0 began, on the trace's clock.
     pub origin: f64,
     /// The oracle of every phase with ground truth.
     pub oracles: BTreeMap<u64, PhaseOracle>,
     /// One point per sample inside a phase with an oracle, in time order.
-    pub timeline: Vec<T>,
+    pub timeline: Vec<S::Point>,
 }
 
-/// Scores every sample of `trace` taken inside a phase against that
-/// phase's oracle for `room` frames of `frame_size` on the fast tier
-/// ([`phase_oracles`], [`dram_hit`]), each made a point by `point`.
-pub fn score_samples<T>(
+impl<S: Analysis + ?Sized> fmt::Debug for ScoredRun<'_, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScoredRun")
+            .field("workload", &self.workload)
+            .field("room", &self.room)
+            .field("origin", &self.origin)
+            .field("oracles", &self.oracles)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds the result of `workload` under `case` from its trace: every
+/// sample taken inside a phase is scored against that phase's oracle
+/// ([`phase_oracles`], [`dram_hit`]) and made one of the suite's points,
+/// and the suite builds its result from them.
+pub fn analyze<S: Analysis>(
+    settings: &S,
+    case: &S::Case,
+    workload: &str,
     trace: &Trace,
-    frame_size: u64,
-    room: usize,
-    point: impl Fn(ScoredSample<'_>) -> T,
-) -> Result<Scored<T>, AnalysisError> {
-    let (origin, oracles) = phase_oracles(trace, frame_size, room)?;
+) -> Result<S::Run, AnalysisError> {
+    let room = settings.room(case);
+    let (origin, oracles) = phase_oracles(trace, settings.guest_run().frame_size, room)?;
     let timeline = trace
         .samples
         .iter()
         .filter_map(|s| {
             let phase = s.phase?;
             let oracle = oracles.get(&phase)?;
-            Some(point(ScoredSample {
+            Some(S::point(ScoredSample {
                 secs: s.at_secs - origin,
                 phase,
                 hit: dram_hit(&oracle.access, &s.tiers),
@@ -136,11 +178,15 @@ pub fn score_samples<T>(
             }))
         })
         .collect();
-    Ok(Scored {
+    Ok(settings.result(ScoredRun {
+        case,
+        workload,
+        trace,
+        room,
         origin,
         oracles,
         timeline,
-    })
+    }))
 }
 
 /// Why one run of a suite (a workload under one configuration) failed.

@@ -12,29 +12,52 @@ use crate::model::{Demand, MODELS, Pattern};
 use crate::policy::TARGET_AFTER_SHIFT;
 use crate::stats::{mean, ratio};
 use crate::suite_common::{
-    AnalysisError, PhaseRow, RunRow, Scored, Trace, convergence_secs, engine_summary,
-    longest_convergence, migration_rates, phase_mops, score_samples,
+    Analysis, GuestRun, PhaseRow, RunRow, ScoredRun, ScoredSample, Trace, convergence_secs,
+    engine_summary, longest_convergence, migration_rates, phase_mops,
 };
 
-/// Builds the result of `workload` under `case` from its trace.
-pub fn analyze(
+impl Analysis for WorkloadsSettings {
+    type Case = RunCase;
+    type Point = HitPoint;
+    type Run = RunResult;
+
+    fn guest_run(&self) -> &GuestRun {
+        &self.run
+    }
+
+    fn room(&self, case: &RunCase) -> usize {
+        self.fast_frames(case)
+    }
+
+    fn point(s: ScoredSample<'_>) -> HitPoint {
+        HitPoint {
+            secs: s.secs,
+            phase: s.phase,
+            dram_hit: s.hit,
+            oracle_hit: s.oracle.best,
+        }
+    }
+
+    fn result(&self, run: ScoredRun<'_, Self>) -> RunResult {
+        workloads_result(self, run)
+    }
+}
+
+/// The result of a run scored against its oracles: per phase with its
+/// modeled cost, then over the run.
+fn workloads_result(
     settings: &WorkloadsSettings,
-    case: &RunCase,
-    workload: &str,
-    trace: &Trace,
-) -> Result<RunResult, AnalysisError> {
-    let room = settings.fast_frames(case);
-    let Scored {
+    run: ScoredRun<'_, WorkloadsSettings>,
+) -> RunResult {
+    let ScoredRun {
+        case,
+        workload,
+        trace,
+        room,
         origin,
         oracles,
         timeline,
-    } = score_samples(trace, settings.run.frame_size, room, |s| HitPoint {
-        secs: s.secs,
-        phase: s.phase,
-        dram_hit: s.hit,
-        oracle_hit: s.oracle.best,
-    })?;
-
+    } = run;
     let phases: Vec<PhaseResult> = oracles
         .iter()
         .filter(|(phase, _)| trace.phase_starts.contains_key(phase))
@@ -78,7 +101,7 @@ pub fn analyze(
     let engine = case.config.tracker().map(|_| engine_summary(&trace.stats));
     let bound = case.config.is_bound();
     let engine_runs = engine.is_some();
-    Ok(RunResult {
+    RunResult {
         row: RunRow {
             workload: workload.to_owned(),
             args: settings.run.workload_args(workload),
@@ -118,7 +141,7 @@ pub fn analyze(
         } else {
             TierMap::from_samples(&trace.samples, origin, settings.run.sample_ms as f64 / 1e3)
         },
-    })
+    }
 }
 
 /// Every vCPU's report of `phase`, summed.
@@ -183,6 +206,7 @@ mod tests {
 
     use super::*;
     use crate::suite_common::Sample;
+    use crate::suite_common::{AnalysisError, analyze};
     use crate::testing::{hot_frame, sample_workloads_trace};
     use crate::workloads::settings::Config;
 

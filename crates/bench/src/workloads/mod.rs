@@ -27,7 +27,7 @@ use crate::progress;
 use crate::suite_common::{RunError, SuiteError, run_case, run_spec};
 
 pub use crate::suite_common::SettingsError;
-pub use analysis::analyze;
+pub use crate::suite_common::analyze;
 pub use chart_names::{chart_kinds, hit_chart_name, migration_chart_name, tier_map_name};
 pub use charts::{hit_chart, migration_chart, tier_map_chart, write_svgs};
 pub use host_tiers::HostTiers;
