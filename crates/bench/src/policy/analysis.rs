@@ -48,15 +48,8 @@ impl Analysis for PolicySettings {
 /// The result of a run scored against its oracles: per phase, then over
 /// the phases after a shift.
 fn policy_result(settings: &PolicySettings, run: ScoredRun<'_, PolicySettings>) -> RunResult {
-    let ScoredRun {
-        case,
-        workload,
-        trace,
-        room: quota,
-        origin,
-        oracles,
-        timeline,
-    } = run;
+    let (case, workload, trace, origin) = (run.case, run.workload, run.trace, run.origin);
+    let (quota, oracles, timeline) = (run.room, run.oracles, run.timeline);
     let mut phases = Vec::new();
     for (&phase, o) in &oracles {
         let Some(&start) = trace.phase_starts.get(&phase) else {

@@ -9,7 +9,7 @@ use thiserror::Error;
 use guest_memory::Placement;
 use tiering::TieringPolicy;
 
-use super::{RunSpec, share_frames, workload_args};
+use super::RunSpec;
 use crate::guest_size::{GuestSizeError, check_guest_size};
 use crate::size::format_size;
 
@@ -94,24 +94,25 @@ impl GuestRun {
         guest_bytes: Option<u64>,
         defaults: &RunDefaults,
     ) -> Result<Self, SettingsError> {
-        let guest = guest_bytes.unwrap_or(if quick {
+        let guest_bytes = guest_bytes.unwrap_or(if quick {
             defaults.quick_guest
         } else {
             FULL_GUEST
         });
-        check_guest_size(guest, FRAME_SIZE, MIN_GUEST)?;
+        check_guest_size(guest_bytes, FRAME_SIZE, MIN_GUEST)?;
+        let (phases, phase_seconds) = if quick {
+            (QUICK_PHASES, defaults.quick_phase_secs)
+        } else {
+            (FULL_PHASES, FULL_PHASE_SECS)
+        };
         Ok(Self {
-            guest_bytes: guest,
+            guest_bytes,
             frame_size: FRAME_SIZE,
             vcpus: VCPUS,
-            buffer_bytes: guest / 2,
+            buffer_bytes: guest_bytes / 2,
             workloads: defaults.workloads.iter().map(|&w| w.to_owned()).collect(),
-            phases: if quick { QUICK_PHASES } else { FULL_PHASES },
-            phase_seconds: if quick {
-                defaults.quick_phase_secs
-            } else {
-                FULL_PHASE_SECS
-            },
+            phases,
+            phase_seconds,
             sample_ms: SAMPLE_MS,
         })
     }
@@ -186,6 +187,28 @@ impl GuestRun {
             self.sample_ms,
         )
     }
+}
+
+/// The payload's workload string for `workload` over a buffer of
+/// `buffer_bytes`, in `phases` phases of `phase_seconds`. zipf's records
+/// fill an eighth of the buffer (as hotset's hot set does): with records
+/// spread over the whole buffer its frames are nearly equally hot and any
+/// placement is as good as the oracle's.
+pub fn workload_args(workload: &str, buffer_bytes: u64, phases: u32, phase_seconds: f64) -> String {
+    let extra = match workload {
+        "zipf" => format!(",items={}", buffer_bytes / 8 / 64),
+        _ => String::new(),
+    };
+    format!(
+        "{workload}:size={}M,phases={phases},seconds={phase_seconds}{extra}",
+        buffer_bytes >> 20,
+    )
+}
+
+/// Whole frames of `frame_size` in `share` of `guest_bytes`.
+pub fn share_frames(guest_bytes: u64, frame_size: u64, share: f64) -> usize {
+    let frames = guest_bytes / frame_size;
+    (frames as f64 * share).floor() as usize
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@ use oracle::{Oracle, OracleError};
 pub use guest::{RunError, RunSpec, Sample, Trace, run_spec, spec_config};
 pub use guest_run::{
     FRAME_SIZE, FULL_GUEST, FULL_PHASE_SECS, FULL_PHASES, GuestRun, MIN_GUEST, QUICK_PHASES,
-    RunDefaults, SAMPLE_MS, SettingsError, VCPUS,
+    RunDefaults, SAMPLE_MS, SettingsError, VCPUS, share_frames, workload_args,
 };
 pub use metrics::{MinMoves, dram_hit, min_moves, oracle_hit};
 pub use rows::{PhaseRow, RunRow, SuiteTables};
@@ -259,28 +259,6 @@ pub fn run_case<T, A: std::error::Error + 'static>(
         case: case.to_owned(),
         source,
     })
-}
-
-/// The payload's workload string for `workload` over a buffer of
-/// `buffer_bytes`, in `phases` phases of `phase_seconds`. zipf's records
-/// fill an eighth of the buffer (as hotset's hot set does): with records
-/// spread over the whole buffer its frames are nearly equally hot and any
-/// placement is as good as the oracle's.
-pub fn workload_args(workload: &str, buffer_bytes: u64, phases: u32, phase_seconds: f64) -> String {
-    let extra = match workload {
-        "zipf" => format!(",items={}", buffer_bytes / 8 / 64),
-        _ => String::new(),
-    };
-    format!(
-        "{workload}:size={}M,phases={phases},seconds={phase_seconds}{extra}",
-        buffer_bytes >> 20,
-    )
-}
-
-/// Whole frames of `frame_size` in `share` of `guest_bytes`.
-pub fn share_frames(guest_bytes: u64, frame_size: u64, share: f64) -> usize {
-    let frames = guest_bytes / frame_size;
-    (frames as f64 * share).floor() as usize
 }
 
 /// `25%`, `12.5%`.

@@ -49,15 +49,8 @@ fn workloads_result(
     settings: &WorkloadsSettings,
     run: ScoredRun<'_, WorkloadsSettings>,
 ) -> RunResult {
-    let ScoredRun {
-        case,
-        workload,
-        trace,
-        room,
-        origin,
-        oracles,
-        timeline,
-    } = run;
+    let (case, workload, trace, origin) = (run.case, run.workload, run.trace, run.origin);
+    let (room, oracles, timeline) = (run.room, run.oracles, run.timeline);
     let phases: Vec<PhaseResult> = oracles
         .iter()
         .filter(|(phase, _)| trace.phase_starts.contains_key(phase))
