@@ -32,38 +32,6 @@ pub const TARGET_SHIFT_SECS: f64 = 3.0;
 /// Target: bytes migrated, at most this multiple of the minimum needed.
 pub const TARGET_BYTES_RATIO: f64 = 1.5;
 
-/// One engine configuration: a tracker and a fast-tier quota.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Case {
-    /// The engine's tracker (`policy.tracker`).
-    pub tracker: String,
-    /// Fast-tier quota as a share of guest RAM.
-    pub quota_share: f64,
-}
-
-impl Case {
-    fn new(tracker: &str, quota_share: f64) -> Self {
-        Self {
-            tracker: tracker.to_owned(),
-            quota_share,
-        }
-    }
-
-    /// `dirty-log, quota 25%`.
-    pub fn label(&self) -> String {
-        format!("{}, quota {}", self.tracker, format_share(self.quota_share))
-    }
-
-    /// `dirty-log-q25`, for file names.
-    pub fn tag(&self) -> String {
-        format!(
-            "{}-q{}",
-            self.tracker,
-            format_share(self.quota_share).trim_end_matches('%')
-        )
-    }
-}
-
 /// What the policy suite measures.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PolicySettings {
@@ -135,6 +103,38 @@ impl PolicySettings {
             "fast = the quota, empty at boot: slow-first placement; slow = all of RAM",
             ", the engine's default policy but for tracker and quota",
             &format!("engine configurations: {cases}"),
+        )
+    }
+}
+
+/// One engine configuration: a tracker and a fast-tier quota.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Case {
+    /// The engine's tracker (`policy.tracker`).
+    pub tracker: String,
+    /// Fast-tier quota as a share of guest RAM.
+    pub quota_share: f64,
+}
+
+impl Case {
+    fn new(tracker: &str, quota_share: f64) -> Self {
+        Self {
+            tracker: tracker.to_owned(),
+            quota_share,
+        }
+    }
+
+    /// `dirty-log, quota 25%`.
+    pub fn label(&self) -> String {
+        format!("{}, quota {}", self.tracker, format_share(self.quota_share))
+    }
+
+    /// `dirty-log-q25`, for file names.
+    pub fn tag(&self) -> String {
+        format!(
+            "{}-q{}",
+            self.tracker,
+            format_share(self.quota_share).trim_end_matches('%')
         )
     }
 }
