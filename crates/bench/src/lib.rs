@@ -21,7 +21,8 @@
 //! * [`report`] — the whole run (invocation, machine, suite results) as
 //!   text, JSON and markdown; [`output`] writes the files;
 //! * shared tools: [`stats`] and [`bandwidth`] (medians, ratios),
-//!   [`table`], [`plot`] (SVG line charts), [`grid_chart`] (SVG time ×
+//!   [`table`], [`plot`] (SVG line charts) and [`palette`] (their colours),
+//!   [`grid_chart`] (SVG time ×
 //!   frame grids), [`progress`] (indicatif bars),
 //!   [`memory`] (memfd mappings like guest tiers), [`rng`] (seeded
 //!   shuffles), [`machine`], [`date`], [`invocation`], [`size`].
@@ -41,6 +42,7 @@ pub mod memory;
 pub mod migrate;
 pub mod model;
 pub mod output;
+pub mod palette;
 pub mod plot;
 pub mod policy;
 pub mod progress;

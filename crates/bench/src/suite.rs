@@ -19,6 +19,7 @@ use crate::migrate::{
 };
 use crate::plot::PlotError;
 use crate::policy::{self, PolicyResult, PolicySettings, PolicySuiteError};
+use crate::suite_common::SuiteTables;
 use crate::table::{RowWidthError, Table};
 use crate::track::{self, TrackResult, TrackSettings, TrackSuiteError};
 use crate::workloads::{self, WorkloadsResult, WorkloadsSettings, WorkloadsSuiteError};
@@ -154,10 +155,10 @@ pub enum SuiteError {
     Track(#[from] TrackSuiteError),
     /// The policy suite failed.
     #[error("policy suite")]
-    Policy(#[from] PolicySuiteError),
+    Policy(#[source] PolicySuiteError),
     /// The workloads suite failed.
     #[error("workloads suite")]
-    Workloads(#[from] WorkloadsSuiteError),
+    Workloads(#[source] WorkloadsSuiteError),
 }
 
 /// Runs `suite`.
@@ -189,13 +190,19 @@ pub fn run(suite: Suite, options: &RunOptions) -> Result<SuiteResult, SuiteError
         }
         Suite::Policy => {
             let settings = PolicySettings::new(options.quick, options.bytes)
-                .map_err(PolicySuiteError::from)?;
-            Ok(SuiteResult::Policy(policy::run(settings)?))
+                .map_err(PolicySuiteError::settings("policy"))
+                .map_err(SuiteError::Policy)?;
+            Ok(SuiteResult::Policy(
+                policy::run(settings).map_err(SuiteError::Policy)?,
+            ))
         }
         Suite::Workloads => {
             let settings = WorkloadsSettings::new(options.quick, options.bytes)
-                .map_err(WorkloadsSuiteError::from)?;
-            Ok(SuiteResult::Workloads(workloads::run(settings)?))
+                .map_err(WorkloadsSuiteError::settings("workloads"))
+                .map_err(SuiteError::Workloads)?;
+            Ok(SuiteResult::Workloads(
+                workloads::run(settings).map_err(SuiteError::Workloads)?,
+            ))
         }
     }
 }
@@ -252,8 +259,8 @@ impl SuiteResult {
             SuiteResult::Migrate(result) => result.tables(),
             SuiteResult::MigrateSoak(result) => result.tables(),
             SuiteResult::Track(result) => result.tables(),
-            SuiteResult::Policy(result) => result.tables(),
-            SuiteResult::Workloads(result) => result.tables(),
+            SuiteResult::Policy(result) => SuiteTables::tables(result),
+            SuiteResult::Workloads(result) => SuiteTables::tables(result),
         }
     }
 
@@ -321,12 +328,12 @@ mod tests {
         let err = run(Suite::Policy, &options).unwrap_err();
         assert!(matches!(
             err,
-            SuiteError::Policy(PolicySuiteError::Settings(_))
+            SuiteError::Policy(PolicySuiteError::Settings { .. })
         ));
         let err = run(Suite::Workloads, &options).unwrap_err();
         assert!(matches!(
             err,
-            SuiteError::Workloads(WorkloadsSuiteError::Settings(_))
+            SuiteError::Workloads(WorkloadsSuiteError::Settings { .. })
         ));
     }
 

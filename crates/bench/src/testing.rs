@@ -22,7 +22,7 @@ use crate::policy::{PhaseResult, PolicyResult, PolicySettings, RunResult, TimePo
 use crate::report::BenchReport;
 use crate::stats::ratio;
 use crate::suite::SuiteResult;
-use crate::suite_common::{EngineSummary, RatePoint, Sample, Trace};
+use crate::suite_common::{EngineSummary, PhaseRow, RatePoint, RunRow, Sample, Trace};
 use crate::track::{
     Collects, HeatSizeResult, PairedMeasurement, PairedResult, PhaseMops, PhaseSchedule,
     RunMeasurement, TrackResult, TrackSettings, WorkloadResult,
@@ -374,15 +374,17 @@ pub fn sample_policy_result() -> PolicyResult {
         let mib = 1u64 << 20;
         let phases = (0..2u64)
             .map(|phase| PhaseResult {
-                phase,
-                start_secs: 2.0 * phase as f64,
+                row: PhaseRow {
+                    phase,
+                    start_secs: 2.0 * phase as f64,
+                    samples: 20,
+                    mops: Some(10.0),
+                    oracle_hit: 0.9,
+                    convergence_secs: convergence,
+                },
                 seconds: 2.0,
-                samples: 20,
-                mops: Some(10.0),
-                oracle_hit: 0.9,
                 steady_ratio: Some(steady),
                 window_ratio: shift,
-                convergence_secs: convergence,
                 promotions_needed: 1,
                 demotions_needed: 1,
                 min_bytes: min * mib / 2,
@@ -400,19 +402,27 @@ pub fn sample_policy_result() -> PolicyResult {
             })
             .collect();
         RunResult {
-            workload: workload.to_owned(),
-            args: settings.workload_args(workload),
+            row: RunRow {
+                workload: workload.to_owned(),
+                args: settings.run.workload_args(workload),
+                mops: Some(10.0),
+                convergence_secs: convergence,
+                rates: (1..20)
+                    .map(|i| RatePoint {
+                        secs: f64::from(i) * 0.2,
+                        mbps: if i % 10 == 1 { 20.0 } else { 0.0 },
+                    })
+                    .collect(),
+            },
             tracker: case.tracker.clone(),
             quota_share: case.quota_share,
             quota_bytes: settings.quota_bytes(&case),
             quota_frames: settings.quota_frames(&case),
             steady_ratio: Some(steady),
             shift_ratio: shift,
-            convergence_secs: convergence,
             moved_bytes: moved * mib,
             min_bytes: min * mib,
             bytes_ratio: Some(moved as f64 / min as f64),
-            mops: Some(10.0),
             phases,
             engine: EngineSummary {
                 intervals: 30,
@@ -430,12 +440,6 @@ pub fn sample_policy_result() -> PolicyResult {
                 migrate_us: 900.0,
             },
             timeline,
-            rates: (1..20)
-                .map(|i| RatePoint {
-                    secs: f64::from(i) * 0.2,
-                    mbps: if i % 10 == 1 { 20.0 } else { 0.0 },
-                })
-                .collect(),
         }
     })
     .to_vec();
@@ -528,11 +532,11 @@ pub fn sample_workloads_trace(engine: bool) -> Trace {
 /// 64 MiB guest of [`sample_workloads_trace`]) under every configuration,
 /// each scored by the suite's analysis.
 pub fn sample_workloads_result() -> WorkloadsResult {
-    let settings = WorkloadsSettings {
-        workloads: vec!["hotset".to_owned()],
+    let mut settings = WorkloadsSettings {
         mixes: Vec::new(),
         ..WorkloadsSettings::new(true, Some(64 << 20)).unwrap()
     };
+    settings.run.workloads = vec!["hotset".to_owned()];
     let runs = settings
         .cases()
         .iter()

@@ -32,13 +32,17 @@ fn quick_policy_suite_scores_every_workload_against_the_oracle() {
         panic!("expected one policy result, got {:?}", report.results);
     };
     let settings = &result.settings;
-    assert_eq!(settings.guest_bytes, 128 << 20);
-    let workloads: Vec<&str> = result.runs.iter().map(|r| r.workload.as_str()).collect();
+    assert_eq!(settings.run.guest_bytes, 128 << 20);
+    let workloads: Vec<&str> = result
+        .runs
+        .iter()
+        .map(|r| r.row.workload.as_str())
+        .collect();
     assert_eq!(workloads, ["hotset", "zipf", "pmbench"]);
     for r in &result.runs {
         let what = r.label();
         assert_eq!(r.quota_frames, 16, "{what}");
-        let phases: Vec<u64> = r.phases.iter().map(|p| p.phase).collect();
+        let phases: Vec<u64> = r.phases.iter().map(|p| p.row.phase).collect();
         assert_eq!(phases, [0, 1], "{what}: a phase shift");
         assert!(!r.timeline.is_empty(), "{what}");
         for p in &r.timeline {
@@ -55,11 +59,11 @@ fn quick_policy_suite_scores_every_workload_against_the_oracle() {
             assert!((0.0..=1.05).contains(&ratio), "{what}: {ratio}");
         }
         for p in &r.phases {
-            assert!(p.samples > 0, "{what}: {p:?}");
-            assert!(p.mops.is_some_and(|m| m > 0.0), "{what}: {p:?}");
+            assert!(p.row.samples > 0, "{what}: {p:?}");
+            assert!(p.row.mops.is_some_and(|m| m > 0.0), "{what}: {p:?}");
             assert_eq!(
                 p.min_bytes,
-                (p.promotions_needed + p.demotions_needed) as u64 * settings.frame_size,
+                (p.promotions_needed + p.demotions_needed) as u64 * settings.run.frame_size,
                 "{what}"
             );
             assert!(p.promotions_needed <= r.quota_frames, "{what}: {p:?}");
@@ -71,7 +75,12 @@ fn quick_policy_suite_scores_every_workload_against_the_oracle() {
             r.moved_bytes <= e.promoted_bytes + e.demoted_bytes,
             "{what}: phases moved no more than the whole run"
         );
-        assert!(r.rates.iter().all(|p| p.mbps.is_finite() && p.mbps >= 0.0));
+        assert!(
+            r.row
+                .rates
+                .iter()
+                .all(|p| p.mbps.is_finite() && p.mbps >= 0.0)
+        );
     }
     let targets = &result.targets;
     for v in [&targets.steady, &targets.after_shift, &targets.bytes] {

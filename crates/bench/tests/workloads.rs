@@ -43,7 +43,7 @@ fn quick_workloads_suite_runs_every_config_and_keeps_the_bounds() {
         let runs: Vec<_> = result
             .runs
             .iter()
-            .filter(|r| r.workload == workload && r.mix.is_none())
+            .filter(|r| r.row.workload == workload && r.mix.is_none())
             .collect();
         let configs: Vec<Config> = runs.iter().map(|r| r.config).collect();
         assert_eq!(configs, Config::ALL, "{workload}: every config once");
@@ -71,10 +71,10 @@ fn quick_workloads_suite_runs_every_config_and_keeps_the_bounds() {
             for p in &r.timeline {
                 assert!(p.dram_hit <= p.oracle_hit + 1e-9, "{what}: {p:?}");
             }
-            let phases: Vec<u64> = r.phases.iter().map(|p| p.phase).collect();
+            let phases: Vec<u64> = r.phases.iter().map(|p| p.row.phase).collect();
             assert_eq!(phases, [0, 1], "{what}: a phase shift");
             for p in &r.phases {
-                assert!(p.mops.is_some_and(|m| m > 0.0), "{what}: {p:?}");
+                assert!(p.row.mops.is_some_and(|m| m > 0.0), "{what}: {p:?}");
                 assert!(p.demand.ops > 0 && p.demand.nanos > 0, "{what}: {p:?}");
             }
             assert_eq!(r.modeled.len(), 2, "{what}");
@@ -89,28 +89,28 @@ fn quick_workloads_suite_runs_every_config_and_keeps_the_bounds() {
                     assert!(e.intervals > 0, "{what}: the engine ran");
                     assert_eq!(e.tracker_errors, 0, "{what}: {:?}", e.last_error);
                     assert!(r.moved_bytes <= e.promoted_bytes + e.demoted_bytes);
-                    assert!(!r.rates.is_empty(), "{what}: a rate per interval");
-                    assert!(r.rates.iter().all(|p| p.secs >= 0.0 && p.mbps >= 0.0));
+                    assert!(!r.row.rates.is_empty(), "{what}: a rate per interval");
+                    assert!(r.row.rates.iter().all(|p| p.secs >= 0.0 && p.mbps >= 0.0));
                     assert_eq!(
                         r.moved_bytes > 0,
-                        r.rates.iter().any(|p| p.mbps > 0.0),
+                        r.row.rates.iter().any(|p| p.mbps > 0.0),
                         "{what}: every interval's moves are in the rates"
                     );
                 }
                 None => {
                     assert!(r.engine.is_none(), "{what}");
                     assert_eq!(r.moved_bytes, 0, "{what}: nothing moves frames");
-                    assert!(r.rates.is_empty(), "{what}");
+                    assert!(r.row.rates.is_empty(), "{what}");
                 }
             }
             assert_eq!(r.promoted_bytes + r.demoted_bytes, r.moved_bytes, "{what}");
-            assert_eq!(r.phases[0].start_secs, 0.0, "{what}");
-            assert!(r.phases[1].start_secs > 0.0, "{what}");
+            assert_eq!(r.phases[0].row.start_secs, 0.0, "{what}");
+            assert!(r.phases[1].row.start_secs > 0.0, "{what}");
             // The tier map: every frame, every sample from phase 0 on, in
             // bounded rows and columns of runs that cover every column.
             match &r.tier_map {
                 Some(map) => {
-                    let frames = (settings.guest_bytes / settings.frame_size) as usize;
+                    let frames = (settings.run.guest_bytes / settings.run.frame_size) as usize;
                     assert_eq!(map.frames, frames, "{what}");
                     assert!(map.rows.len() <= MAX_ROWS && map.columns() <= MAX_COLUMNS);
                     assert!(map.columns() >= r.timeline.len(), "{what}");
@@ -139,7 +139,7 @@ fn quick_workloads_suite_runs_every_config_and_keeps_the_bounds() {
     .collect();
     let found: Vec<(&str, &str, Config)> = mixed
         .iter()
-        .map(|r| (r.workload.as_str(), r.mix.as_deref().unwrap(), r.config))
+        .map(|r| (r.row.workload.as_str(), r.mix.as_deref().unwrap(), r.config))
         .collect();
     assert_eq!(found, expected);
     for r in &mixed {
@@ -150,7 +150,7 @@ fn quick_workloads_suite_runs_every_config_and_keeps_the_bounds() {
             "{what}"
         );
         assert!(
-            r.phases.iter().all(|p| p.mops.is_some_and(|m| m > 0.0)),
+            r.phases.iter().all(|p| p.row.mops.is_some_and(|m| m > 0.0)),
             "{what}"
         );
         assert_eq!(r.engine.is_some(), r.config.tracker().is_some(), "{what}");
@@ -167,7 +167,7 @@ fn quick_workloads_suite_runs_every_config_and_keeps_the_bounds() {
         Config::TieringFaultSample,
     ];
     let mut expected = BTreeSet::new();
-    for w in &settings.workloads {
+    for w in &settings.run.workloads {
         expected.insert(hit_chart_name(w, 0.25));
         expected.insert(migration_chart_name(w, 0.25));
         expected.extend(tiered.map(|c| tier_map_name(w, 0.25, c)));

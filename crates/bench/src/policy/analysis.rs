@@ -12,38 +12,44 @@ use super::result::{PhaseResult, RunResult, TimePoint};
 use super::settings::{Case, PolicySettings, TARGET_AFTER_SHIFT};
 use crate::stats::{mean, ratio};
 use crate::suite_common::{
-    AnalysisError, PhaseOracle, Sample, Trace, convergence_secs, dram_hit, engine_summary,
-    longest_convergence, migration_rates, min_moves, phase_mops, phase_oracles,
+    Analysis, GuestRun, PhaseOracle, PhaseRow, RunRow, Sample, ScoredRun, ScoredSample,
+    convergence_secs, engine_summary, longest_convergence, migration_rates, min_moves, phase_mops,
 };
 
-/// Builds the result of `workload` under `case` from its trace.
-pub fn analyze(
-    settings: &PolicySettings,
-    case: &Case,
-    workload: &str,
-    trace: &Trace,
-) -> Result<RunResult, AnalysisError> {
-    let quota = settings.quota_frames(case);
-    let (origin, oracles) = phase_oracles(trace, settings.frame_size, quota)?;
+impl Analysis for PolicySettings {
+    type Case = Case;
+    type Point = TimePoint;
+    type Run = RunResult;
 
-    let timeline: Vec<TimePoint> = trace
-        .samples
-        .iter()
-        .filter_map(|s| {
-            let phase = s.phase?;
-            let o = oracles.get(&phase)?;
-            let engine_hit = dram_hit(&o.access, &s.tiers);
-            Some(TimePoint {
-                secs: s.at_secs - origin,
-                phase,
-                engine_hit,
-                oracle_hit: o.best,
-                ratio: ratio(engine_hit, o.best),
-                fast_frames: s.tiers.iter().filter(|&&t| t == 0).count(),
-            })
-        })
-        .collect();
+    fn guest_run(&self) -> &GuestRun {
+        &self.run
+    }
 
+    fn room(&self, case: &Case) -> usize {
+        self.quota_frames(case)
+    }
+
+    fn point(s: ScoredSample<'_>) -> TimePoint {
+        TimePoint {
+            secs: s.secs,
+            phase: s.phase,
+            engine_hit: s.hit,
+            oracle_hit: s.oracle.best,
+            ratio: ratio(s.hit, s.oracle.best),
+            fast_frames: s.tiers.iter().filter(|&&t| t == 0).count(),
+        }
+    }
+
+    fn result(&self, run: ScoredRun<'_, Self>) -> RunResult {
+        policy_result(self, run)
+    }
+}
+
+/// The result of a run scored against its oracles: per phase, then over
+/// the phases after a shift.
+fn policy_result(settings: &PolicySettings, run: ScoredRun<'_, PolicySettings>) -> RunResult {
+    let (case, workload, trace, origin) = (run.case, run.workload, run.trace, run.origin);
+    let (quota, oracles, timeline) = (run.room, run.oracles, run.timeline);
     let mut phases = Vec::new();
     for (&phase, o) in &oracles {
         let Some(&start) = trace.phase_starts.get(&phase) else {
@@ -75,12 +81,17 @@ pub fn analyze(
 
     let moved_bytes: u64 = phases.iter().map(|p| p.moved_bytes).sum();
     let min_bytes: u64 = phases.iter().map(|p| p.min_bytes).sum();
-    let shifts: Vec<&PhaseResult> = phases.iter().filter(|p| p.phase > 0).collect();
+    let shifts: Vec<&PhaseResult> = phases.iter().filter(|p| p.row.phase > 0).collect();
     let steady: Vec<f64> = phases.iter().filter_map(|p| p.steady_ratio).collect();
-    let mops: Vec<f64> = phases.iter().filter_map(|p| p.mops).collect();
-    Ok(RunResult {
-        workload: workload.to_owned(),
-        args: settings.workload_args(workload),
+    let mops: Vec<f64> = phases.iter().filter_map(|p| p.row.mops).collect();
+    RunResult {
+        row: RunRow {
+            workload: workload.to_owned(),
+            args: settings.run.workload_args(workload),
+            mops: mean(mops.iter().copied()),
+            convergence_secs: longest_convergence(shifts.iter().map(|p| p.row.convergence_secs)),
+            rates: migration_rates(&trace.stats.recent, origin),
+        },
         tracker: case.tracker.clone(),
         quota_share: case.quota_share,
         quota_bytes: settings.quota_bytes(case),
@@ -93,16 +104,13 @@ pub fn analyze(
                 r.map(|r| Some(worst.map_or(r, |w| w.min(r))))
             })
             .flatten(),
-        convergence_secs: longest_convergence(shifts.iter().map(|p| p.convergence_secs)),
         moved_bytes,
         min_bytes,
         bytes_ratio: ratio(moved_bytes as f64, min_bytes as f64),
-        mops: mean(mops.iter().copied()),
         phases,
         engine: engine_summary(&trace.stats),
-        rates: migration_rates(&trace.stats.recent, origin),
         timeline,
-    })
+    }
 }
 
 /// Where a phase lies on the run's clock (seconds since phase 0 began).
@@ -140,7 +148,7 @@ fn phase_result(
         TARGET_AFTER_SHIFT,
     );
     let needed = before.map(|tiers| min_moves(&o.access, tiers, quota));
-    let min_bytes = needed.map_or(0, |m| m.frames() as u64 * settings.frame_size);
+    let min_bytes = needed.map_or(0, |m| m.frames() as u64 * settings.run.frame_size);
     let moved_bytes = recent
         .iter()
         .filter(|r| {
@@ -150,15 +158,17 @@ fn phase_result(
         .map(|r| r.bytes)
         .sum();
     PhaseResult {
-        phase: span.phase,
-        start_secs: span.start,
+        row: PhaseRow {
+            phase: span.phase,
+            start_secs: span.start,
+            samples: points.len(),
+            mops: phase_mops(reports, span.phase, settings.run.vcpus),
+            oracle_hit: o.best,
+            convergence_secs,
+        },
         seconds: length,
-        samples: points.len(),
-        mops: phase_mops(reports, span.phase, settings.vcpus),
-        oracle_hit: o.best,
         steady_ratio: mean(steady.iter().copied()),
         window_ratio,
-        convergence_secs,
         promotions_needed: needed.map_or(0, |m| m.promotions),
         demotions_needed: needed.map_or(0, |m| m.demotions),
         min_bytes,
@@ -184,6 +194,7 @@ mod tests {
     use tiering::stats::MoveCount;
 
     use super::*;
+    use crate::suite_common::{AnalysisError, Trace, analyze};
     use crate::testing::hot_frame;
 
     const MIB: u64 = 1 << 20;
@@ -261,8 +272,8 @@ mod tests {
 
     fn settings() -> PolicySettings {
         let mut s = PolicySettings::new(true, Some(64 << 20)).unwrap();
-        s.guest_bytes = 16 * MIB;
-        s.vcpus = 1;
+        s.run.guest_bytes = 16 * MIB;
+        s.run.vcpus = 1;
         s.shift_window_secs = 0.5;
         s
     }
@@ -283,8 +294,8 @@ mod tests {
         let [p0, p1] = r.phases.as_slice() else {
             panic!("{:?}", r.phases)
         };
-        assert!((p0.convergence_secs.unwrap() - 0.2).abs() < 1e-9);
-        assert!((p1.convergence_secs.unwrap() - 0.3).abs() < 1e-9);
+        assert!((p0.row.convergence_secs.unwrap() - 0.2).abs() < 1e-9);
+        assert!((p1.row.convergence_secs.unwrap() - 0.3).abs() < 1e-9);
         assert_eq!(p0.steady_ratio, Some(1.0));
         assert_eq!(p1.steady_ratio, Some(1.0));
         assert_eq!(p1.window_ratio, Some(1.0));
@@ -300,11 +311,11 @@ mod tests {
         assert_eq!(r.min_bytes, 8 * MIB);
         assert_eq!(r.bytes_ratio, Some(1.5));
         assert_eq!(r.shift_ratio, Some(1.0));
-        assert!((r.convergence_secs.unwrap() - 0.3).abs() < 1e-9);
-        assert_eq!(p0.mops, Some(2.0));
-        assert_eq!(r.mops, Some(1.5));
-        assert_eq!(r.rates.len(), 3);
-        assert!((r.rates[0].mbps - 4.0 * MIB as f64 / 1e6 / 1.2).abs() < 1e-9);
+        assert!((r.row.convergence_secs.unwrap() - 0.3).abs() < 1e-9);
+        assert_eq!(p0.row.mops, Some(2.0));
+        assert_eq!(r.row.mops, Some(1.5));
+        assert_eq!(r.row.rates.len(), 3);
+        assert!((r.row.rates[0].mbps - 4.0 * MIB as f64 / 1e6 / 1.2).abs() < 1e-9);
         assert_eq!(r.engine.intervals, 4);
     }
 
@@ -334,9 +345,9 @@ mod tests {
             s.tiers = vec![1, 0, 1, 1, 1, 1, 1, 1];
         }
         let r = analyze(&settings(), &case, "hotset", &t).unwrap();
-        assert_eq!(r.phases[1].convergence_secs, None);
+        assert_eq!(r.phases[1].row.convergence_secs, None);
         assert_eq!(r.phases[1].steady_ratio, Some(0.0));
-        assert_eq!(r.convergence_secs, None);
+        assert_eq!(r.row.convergence_secs, None);
         assert_eq!(r.shift_ratio, Some(0.0));
         assert_eq!(r.steady_ratio, Some(0.5));
     }

@@ -6,20 +6,9 @@ use std::path::{Path, PathBuf};
 
 use super::result::{PolicyResult, RunResult};
 use super::settings::{Case, TARGET_AFTER_SHIFT, TARGET_STEADY};
-use crate::plot::{LineChart, PlotError, Rgb, Series, Stroke, XAxis, YAxis};
+use crate::palette::{ENGINE, ORACLE, RATIO, SERIES, TARGET, cycled};
+use crate::plot::{LineChart, PlotError, Series, Stroke, XAxis, YAxis};
 use crate::size::format_size;
-
-const ORACLE: Rgb = Rgb(0, 0, 0);
-const ENGINE: Rgb = Rgb(31, 119, 180);
-const RATIO: Rgb = Rgb(230, 120, 20);
-const TARGET: Rgb = Rgb(150, 150, 150);
-/// Colours of the engine configurations in the migration-rate charts.
-const CASES: [Rgb; 4] = [
-    Rgb(31, 119, 180),
-    Rgb(214, 39, 40),
-    Rgb(44, 160, 44),
-    Rgb(148, 103, 189),
-];
 
 /// The file name of `run`'s DRAM-hit chart.
 pub fn hit_chart_name(run: &RunResult) -> String {
@@ -27,7 +16,7 @@ pub fn hit_chart_name(run: &RunResult) -> String {
         tracker: run.tracker.clone(),
         quota_share: run.quota_share,
     };
-    format!("policy-hit-{}-{}.svg", run.workload, case.tag())
+    format!("policy-hit-{}-{}.svg", run.row.workload, case.tag())
 }
 
 /// Writes every run's DRAM-hit chart and every workload's migration-rate
@@ -38,8 +27,8 @@ pub fn write_svgs(result: &PolicyResult, dir: &Path) -> Result<Vec<PathBuf>, Plo
         .iter()
         .map(|r| (hit_chart_name(r), hit_chart(r)))
         .collect();
-    for workload in &result.settings.workloads {
-        if result.runs.iter().any(|r| &r.workload == workload) {
+    for workload in &result.settings.run.workloads {
+        if result.runs.iter().any(|r| &r.row.workload == workload) {
             charts.push((
                 format!("policy-migration-{workload}.svg"),
                 migration_chart(result, workload),
@@ -73,7 +62,7 @@ pub fn hit_chart(run: &RunResult) -> LineChart {
     LineChart {
         title: format!(
             "policy: DRAM-hit ratio, {} ({} quota = {})",
-            run.workload,
+            run.row.workload,
             run.tracker,
             format_size(run.quota_bytes)
         ),
@@ -126,9 +115,9 @@ pub fn migration_chart(result: &PolicyResult, workload: &str) -> LineChart {
     let runs: Vec<&RunResult> = result
         .runs
         .iter()
-        .filter(|r| r.workload == workload)
+        .filter(|r| r.row.workload == workload)
         .collect();
-    let x_range = x_range(runs.iter().flat_map(|r| r.rates.iter().map(|p| p.secs)));
+    let x_range = x_range(runs.iter().flat_map(|r| r.row.rates.iter().map(|p| p.secs)));
     LineChart {
         title: format!("policy: migration rate, {workload}"),
         x_label: "seconds since phase 0 began".to_owned(),
@@ -145,8 +134,8 @@ pub fn migration_chart(result: &PolicyResult, workload: &str) -> LineChart {
                     r.tracker,
                     crate::suite_common::format_share(r.quota_share)
                 ),
-                points: r.rates.iter().map(|p| (p.secs, p.mbps)).collect(),
-                color: CASES[i % CASES.len()],
+                points: r.row.rates.iter().map(|p| (p.secs, p.mbps)).collect(),
+                color: cycled(&SERIES, i),
                 stroke: Stroke::Solid,
             })
             .filter(|s| !s.points.is_empty())

@@ -16,36 +16,26 @@ mod charts;
 mod result;
 mod settings;
 
-use thiserror::Error;
-
 use vmm::vm::VmConfig;
 
 use crate::progress;
-use crate::suite_common::{CaseError, run_case};
+use crate::suite_common::{SuiteError, run_case};
 
+pub use crate::suite_common::analyze;
 pub use crate::suite_common::{
-    AnalysisError, EngineSummary, MinMoves, RatePoint, RunError, RunSpec, Sample, Trace,
-    convergence_secs, dram_hit, engine_summary, format_share, longest_convergence, migration_rates,
-    min_moves, oracle_hit, phase_mops, run_spec, spec_config,
+    AnalysisError, EngineSummary, MinMoves, RatePoint, RunError, RunSpec, Sample, SettingsError,
+    Trace, convergence_secs, dram_hit, engine_summary, format_share, longest_convergence,
+    migration_rates, min_moves, oracle_hit, phase_mops, run_spec, spec_config,
 };
-pub use analysis::analyze;
 pub use charts::{hit_chart, hit_chart_name, migration_chart, write_svgs};
 pub use result::{PhaseResult, PolicyResult, RunResult, Targets, TimePoint, Verdict, format_ratio};
 pub use settings::{
-    Case, PolicySettings, SettingsError, TARGET_AFTER_SHIFT, TARGET_BYTES_RATIO, TARGET_SHIFT_SECS,
+    Case, PolicySettings, RUN_DEFAULTS, TARGET_AFTER_SHIFT, TARGET_BYTES_RATIO, TARGET_SHIFT_SECS,
     TARGET_STEADY,
 };
 
-/// Why the policy suite failed.
-#[derive(Debug, Error)]
-pub enum PolicySuiteError {
-    /// Bad settings (e.g. a `--bytes` override).
-    #[error("policy suite settings")]
-    Settings(#[from] SettingsError),
-    /// One run (a workload under one engine configuration) failed.
-    #[error(transparent)]
-    Case(#[from] CaseError<AnalysisError>),
-}
+/// Why the policy suite failed: the suites' shared error.
+pub type PolicySuiteError = SuiteError;
 
 /// The VM configuration of a run of `args` under `case`: the fast tier is
 /// exactly the quota (the VM's DRAM budget) and starts empty (slow-first:
@@ -56,18 +46,18 @@ pub fn vm_config(settings: &PolicySettings, case: &Case, args: &str) -> VmConfig
 }
 
 /// Runs `args` in a fresh VM under `case`, sampling the placement every
-/// `settings.sample_ms`.
+/// `settings.run.sample_ms`.
 pub fn run_once(settings: &PolicySettings, case: &Case, args: &str) -> Result<Trace, RunError> {
     run_spec(&settings.run_spec(case), args)
 }
 
 /// Runs the suite with `settings`, showing progress on stderr.
 pub fn run(settings: PolicySettings) -> Result<PolicyResult, PolicySuiteError> {
-    let total = settings.workloads.len() * settings.cases.len();
+    let total = settings.run.workloads.len() * settings.cases.len();
     let bar = progress::bar("policy", total as u64);
     let mut runs = Vec::with_capacity(total);
-    for workload in &settings.workloads {
-        let args = settings.workload_args(workload);
+    for workload in &settings.run.workloads {
+        let args = settings.run.workload_args(workload);
         for case in &settings.cases {
             let label = case.label();
             bar.set_message(format!("{workload}, {label}"));
@@ -97,11 +87,14 @@ mod tests {
             quota_share: 0.25,
         };
         let config = vm_config(&settings, &case, "hotset");
-        assert_eq!(config.memory.tiers[0].size, Some(settings.guest_bytes / 4));
-        assert_eq!(config.memory.tiers[1].size, Some(settings.guest_bytes));
+        assert_eq!(
+            config.memory.tiers[0].size,
+            Some(settings.run.guest_bytes / 4)
+        );
+        assert_eq!(config.memory.tiers[1].size, Some(settings.run.guest_bytes));
         assert_eq!(config.migration.migrator, MigratorKind::RemapPrecopy);
         let policy = config.tiering.unwrap();
         assert_eq!(policy.tracker, "combined");
-        assert_eq!(policy.fast_quota.max_bytes, settings.guest_bytes / 4);
+        assert_eq!(policy.fast_quota.max_bytes, settings.run.guest_bytes / 4);
     }
 }

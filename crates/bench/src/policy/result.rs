@@ -8,7 +8,8 @@ use super::settings::{
     PolicySettings, TARGET_AFTER_SHIFT, TARGET_BYTES_RATIO, TARGET_SHIFT_SECS, TARGET_STEADY,
 };
 use crate::size::format_size;
-use crate::suite_common::{EngineSummary, RatePoint, format_share};
+use crate::suite_common::rows::{self, KeyedRun, PhaseRow, RunRow, SuiteTables};
+use crate::suite_common::{EngineSummary, format_share};
 use crate::table::{Align, RowWidthError, Table};
 use crate::track::{format_percent, format_us};
 
@@ -26,10 +27,10 @@ pub struct PolicyResult {
 /// One workload under one engine configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
-    /// The workload's name.
-    pub workload: String,
-    /// The payload's workload string.
-    pub args: String,
+    /// Workload, payload string, throughput, convergence and migration
+    /// rates (flattened: the JSON keeps its keys).
+    #[serde(flatten)]
+    pub row: RunRow,
     /// The engine's tracker.
     pub tracker: String,
     /// Fast-tier quota as a share of guest RAM.
@@ -43,49 +44,35 @@ pub struct RunResult {
     /// The lowest ratio at the shift window over the phases after a shift
     /// (phase ≥ 1); `None` when one has no sample that late.
     pub shift_ratio: Option<f64>,
-    /// The longest convergence time over the phases after a shift;
-    /// `None` when one never reached the target ratio.
-    pub convergence_secs: Option<f64>,
     /// Bytes the engine moved during the phases (both ways).
     pub moved_bytes: u64,
     /// The fewest bytes that reach the oracle's placement in every phase.
     pub min_bytes: u64,
     /// `moved_bytes / min_bytes`.
     pub bytes_ratio: Option<f64>,
-    /// Mean guest throughput over the phases, Mops/s.
-    pub mops: Option<f64>,
     /// Per phase.
     pub phases: Vec<PhaseResult>,
     /// The engine's own counters over the whole run (boot included).
     pub engine: EngineSummary,
     /// The DRAM-hit ratio at every placement sample inside a phase.
     pub timeline: Vec<TimePoint>,
-    /// Migration rate per engine interval from phase 0 on.
-    pub rates: Vec<RatePoint>,
 }
 
 /// One phase of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseResult {
-    /// The phase (0 follows boot and warm-up; later ones are shifts).
-    pub phase: u64,
-    /// When it began, seconds after phase 0 began.
-    pub start_secs: f64,
+    /// Phase, start, samples, throughput, the oracle's DRAM-hit ratio
+    /// (top-Q frames) and convergence (flattened: the JSON keeps its
+    /// keys).
+    #[serde(flatten)]
+    pub row: PhaseRow,
     /// Its length, seconds.
     pub seconds: f64,
-    /// Placement samples taken in it.
-    pub samples: usize,
-    /// Guest throughput, Mops/s (every vCPU's phase report).
-    pub mops: Option<f64>,
-    /// The oracle's DRAM-hit ratio (top-Q frames).
-    pub oracle_hit: f64,
     /// Mean engine/oracle ratio over the phase's second half.
     pub steady_ratio: Option<f64>,
     /// Engine/oracle ratio at the shift window (3 s, or the phase's end in
     /// `--quick`).
     pub window_ratio: Option<f64>,
-    /// Seconds until the ratio first reached the after-shift target.
-    pub convergence_secs: Option<f64>,
     /// Promotions the oracle's placement needs from the inherited one.
     pub promotions_needed: usize,
     /// Demotions they need (the quota is full).
@@ -240,7 +227,7 @@ impl RunResult {
     pub fn label(&self) -> String {
         format!(
             "{}, {}, quota {}",
-            self.workload,
+            self.row.workload,
             self.tracker,
             format_share(self.quota_share)
         )
@@ -250,18 +237,6 @@ impl RunResult {
 /// `97.3%`, or `—`.
 pub fn format_ratio(ratio: Option<f64>) -> String {
     format_percent(ratio)
-}
-
-fn format_secs(secs: Option<f64>) -> String {
-    secs.map_or_else(|| "never".to_owned(), |s| format!("{s:.1} s"))
-}
-
-fn format_mops(mops: Option<f64>) -> String {
-    mops.map_or_else(|| "—".to_owned(), |m| format!("{m:.2}"))
-}
-
-fn format_bytes_ratio(r: Option<f64>) -> String {
-    r.map_or_else(|| "—".to_owned(), |r| format!("{r:.2}×"))
 }
 
 impl PolicyResult {
@@ -302,136 +277,135 @@ impl PolicyResult {
         lines.extend(self.targets.describe(self.settings.shift_window_secs));
         lines
     }
+}
 
-    /// The run, per-phase and engine tables.
-    pub fn tables(&self) -> Result<Vec<Table>, RowWidthError> {
-        Ok(vec![
-            self.run_table()?,
-            self.phase_table()?,
-            self.engine_table()?,
-        ])
-    }
-
+impl SuiteTables for PolicyResult {
     fn run_table(&self) -> Result<Table, RowWidthError> {
-        let mut table = Table::new(
+        rows::table_of(
             format!(
                 "Tiering engine against the oracle ({} guest, DRAM-hit as a share of the \
                  oracle's)",
-                format_size(self.settings.guest_bytes)
+                format_size(self.settings.run.guest_bytes)
             ),
-            &[
-                ("workload", Align::Left),
-                ("tracker", Align::Left),
-                ("quota", Align::Right),
-                ("steady", Align::Right),
-                ("after shift", Align::Right),
-                ("convergence", Align::Right),
-                ("migrated", Align::Right),
-                ("minimum", Align::Right),
-                ("migrated / min", Align::Right),
-                ("Mops/s", Align::Right),
-            ],
-        );
-        for r in &self.runs {
-            table.push_row(vec![
-                r.workload.clone(),
-                r.tracker.clone(),
-                format!(
-                    "{} ({})",
-                    format_share(r.quota_share),
-                    format_size(r.quota_bytes)
-                ),
-                format_ratio(r.steady_ratio),
-                format_ratio(r.shift_ratio),
-                format_secs(r.convergence_secs),
-                format_size(r.moved_bytes),
-                format_size(r.min_bytes),
-                format_bytes_ratio(r.bytes_ratio),
-                format_mops(r.mops),
-            ])?;
-        }
-        Ok(table)
+            &rows::columns(
+                &["workload", "tracker"],
+                &[
+                    "quota",
+                    "steady",
+                    "after shift",
+                    "convergence",
+                    "migrated",
+                    "minimum",
+                    "migrated / min",
+                    "Mops/s",
+                ],
+            ),
+            &self.runs,
+            |r| {
+                vec![
+                    r.row.workload.clone(),
+                    r.tracker.clone(),
+                    format!(
+                        "{} ({})",
+                        format_share(r.quota_share),
+                        format_size(r.quota_bytes)
+                    ),
+                    format_ratio(r.steady_ratio),
+                    format_ratio(r.shift_ratio),
+                    rows::format_secs(r.row.convergence_secs),
+                    format_size(r.moved_bytes),
+                    format_size(r.min_bytes),
+                    rows::format_times(r.bytes_ratio),
+                    rows::format_mops(r.row.mops),
+                ]
+            },
+        )
     }
 
     fn phase_table(&self) -> Result<Table, RowWidthError> {
-        let mut table = Table::new(
+        let window = format!("at {} s", self.settings.shift_window_secs);
+        rows::phase_table(
             "Per phase (phase 0 follows boot and warm-up; later phases are shifts)",
             &[
-                ("workload", Align::Left),
-                ("tracker", Align::Left),
-                ("quota", Align::Right),
-                ("phase", Align::Right),
-                ("Mops/s", Align::Right),
-                ("oracle hit", Align::Right),
-                ("steady", Align::Right),
-                (
-                    &format!("at {} s", self.settings.shift_window_secs),
-                    Align::Right,
-                ),
-                ("convergence", Align::Right),
-                ("promotions needed", Align::Right),
-                ("migrated", Align::Right),
-                ("minimum", Align::Right),
+                "phase",
+                "Mops/s",
+                "oracle hit",
+                "steady",
+                &window,
+                "convergence",
+                "promotions needed",
+                "migrated",
+                "minimum",
             ],
-        );
-        for r in &self.runs {
-            for p in &r.phases {
-                table.push_row(vec![
-                    r.workload.clone(),
-                    r.tracker.clone(),
-                    format_share(r.quota_share),
-                    p.phase.to_string(),
-                    format_mops(p.mops),
-                    format_ratio(Some(p.oracle_hit)),
+            &self.runs,
+            |_, p| {
+                vec![
+                    p.row.phase.to_string(),
+                    rows::format_mops(p.row.mops),
+                    format_ratio(Some(p.row.oracle_hit)),
                     format_ratio(p.steady_ratio),
                     format_ratio(p.window_ratio),
-                    format_secs(p.convergence_secs),
+                    rows::format_secs(p.row.convergence_secs),
                     p.promotions_needed.to_string(),
                     format_size(p.moved_bytes),
                     format_size(p.min_bytes),
-                ])?;
-            }
-        }
-        Ok(table)
+                ]
+            },
+        )
     }
 
     fn engine_table(&self) -> Result<Table, RowWidthError> {
-        let mut table = Table::new(
+        rows::keyed_table(
             "Engine counters over the whole run (boot and warm-up included) and mean time per \
              interval",
             &[
-                ("workload", Align::Left),
-                ("tracker", Align::Left),
-                ("quota", Align::Right),
-                ("intervals", Align::Right),
-                ("promoted", Align::Right),
-                ("demoted", Align::Right),
-                ("exchanges", Align::Right),
-                ("aborted", Align::Right),
-                ("collect", Align::Right),
-                ("heat", Align::Right),
-                ("plan", Align::Right),
-                ("migrate", Align::Right),
+                "intervals",
+                "promoted",
+                "demoted",
+                "exchanges",
+                "aborted",
+                "collect",
+                "heat",
+                "plan",
+                "migrate",
             ],
-        );
-        for r in &self.runs {
-            let e = &r.engine;
-            table.push_row(vec![
-                r.workload.clone(),
-                r.tracker.clone(),
-                format_share(r.quota_share),
-                e.intervals.to_string(),
-                format!("{} ({})", e.promoted_frames, format_size(e.promoted_bytes)),
-                format!("{} ({})", e.demoted_frames, format_size(e.demoted_bytes)),
-                e.exchanges.to_string(),
-                e.aborted.to_string(),
-                format_us(e.collect_us),
-                format_us(e.heat_us),
-                format_us(e.plan_us),
-                format_us(e.migrate_us),
-            ])?;
-        }
-        Ok(table)
+            &self.runs,
+            |r| {
+                let e = &r.engine;
+                Some(vec![
+                    e.intervals.to_string(),
+                    format!("{} ({})", e.promoted_frames, format_size(e.promoted_bytes)),
+                    format!("{} ({})", e.demoted_frames, format_size(e.demoted_bytes)),
+                    e.exchanges.to_string(),
+                    e.aborted.to_string(),
+                    format_us(e.collect_us),
+                    format_us(e.heat_us),
+                    format_us(e.plan_us),
+                    format_us(e.migrate_us),
+                ])
+            },
+        )
+    }
+}
+
+impl KeyedRun for RunResult {
+    type Phase = PhaseResult;
+    const KEY: &'static [(&'static str, Align)] = &[
+        ("workload", Align::Left),
+        ("tracker", Align::Left),
+        ("quota", Align::Right),
+    ];
+
+    fn key(&self) -> Vec<String> {
+        vec![
+            self.row.workload.clone(),
+            self.tracker.clone(),
+            format_share(self.quota_share),
+        ]
+    }
+
+    fn phases(&self) -> &[PhaseResult] {
+        &self.phases
     }
 }
 

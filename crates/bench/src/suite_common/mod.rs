@@ -1,26 +1,39 @@
-//! The skeleton the `policy` and `workloads` suites share: one measured
+//! The skeleton the `policy` and `workloads` suites share: the shape of
+//! their guest runs and why settings are refused ([`GuestRun`],
+//! [`SettingsError`]), one measured
 //! guest run ([`run_spec`]: a fresh VM, its placement sampled, its ground
 //! truth and engine counters read afterwards), the payload's workload
 //! string, quotas in whole frames, each phase's oracle and the DRAM-hit
-//! arithmetic on it ([`phase_oracles`], [`dram_hit`]), what else a run
+//! arithmetic on it ([`phase_oracles`], [`dram_hit`]), the analysis
+//! skeleton that scores every sample ([`Analysis`], [`analyze`]), the
+//! result rows and tables ([`rows`]), what else a run
 //! is scored by (throughput, convergence, the engine's counters and
 //! migration rate), the error of one
-//! run and its scoring ([`CaseError`], [`run_case`]), and shares as they
+//! run and its scoring ([`CaseError`], [`run_case`]) and of a whole suite
+//! ([`SuiteError`]), and shares as they
 //! are printed. What each suite measures, scores, reports and draws stays
 //! in the suite.
 
 mod guest;
+mod guest_run;
 mod metrics;
+pub mod rows;
 mod scoring;
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use thiserror::Error;
 
 use oracle::{Oracle, OracleError};
 
 pub use guest::{RunError, RunSpec, Sample, Trace, run_spec, spec_config};
+pub use guest_run::{
+    FRAME_SIZE, FULL_GUEST, FULL_PHASE_SECS, FULL_PHASES, GuestRun, MIN_GUEST, QUICK_PHASES,
+    RunDefaults, SAMPLE_MS, SettingsError, VCPUS, share_frames, workload_args,
+};
 pub use metrics::{MinMoves, dram_hit, min_moves, oracle_hit};
+pub use rows::{PhaseRow, RunRow, SuiteTables};
 pub use scoring::{
     EngineSummary, RatePoint, convergence_secs, engine_summary, longest_convergence,
     migration_rates, phase_mops,
@@ -73,6 +86,109 @@ pub fn phase_oracles(
     Ok((origin, oracles))
 }
 
+/// One placement sample taken inside a phase that has an oracle, scored
+/// against it.
+#[derive(Debug, Clone, Copy)]
+pub struct ScoredSample<'a> {
+    /// Seconds after phase 0 began.
+    pub secs: f64,
+    /// The phase running.
+    pub phase: u64,
+    /// Share of the phase's accesses the placement serves from DRAM.
+    pub hit: f64,
+    /// The phase's oracle.
+    pub oracle: &'a PhaseOracle,
+    /// Tier of every frame.
+    pub tiers: &'a [u8],
+}
+
+/// What a suite's analysis of one run differs in: its configurations,
+/// the oracle's room under one, how it keeps a scored sample, and the
+/// result it builds. [`analyze`] is the skeleton around them.
+pub trait Analysis {
+    /// One configuration of a run.
+    type Case;
+    /// A scored sample, as the suite keeps it.
+    type Point;
+    /// One run's result.
+    type Run;
+    /// The shape of the suite's guest runs.
+    fn guest_run(&self) -> &GuestRun;
+    /// Frames the fast tier may hold under `case`: the oracle's room.
+    fn room(&self, case: &Self::Case) -> usize;
+    /// The suite's point for a scored sample.
+    fn point(sample: ScoredSample<'_>) -> Self::Point;
+    /// The run's result from its scored trace.
+    fn result(&self, run: ScoredRun<'_, Self>) -> Self::Run;
+}
+
+/// One run's trace scored against its oracles, for [`Analysis::result`].
+pub struct ScoredRun<'a, S: Analysis + ?Sized> {
+    /// The run's configuration.
+    pub case: &'a S::Case,
+    /// The workload.
+    pub workload: &'a str,
+    /// What the run recorded.
+    pub trace: &'a Trace,
+    /// Frames the fast tier may hold: the oracle's room.
+    pub room: usize,
+    /// When phase 0 began, on the trace's clock.
+    pub origin: f64,
+    /// The oracle of every phase with ground truth.
+    pub oracles: BTreeMap<u64, PhaseOracle>,
+    /// One point per sample inside a phase with an oracle, in time order.
+    pub timeline: Vec<S::Point>,
+}
+
+impl<S: Analysis + ?Sized> fmt::Debug for ScoredRun<'_, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScoredRun")
+            .field("workload", &self.workload)
+            .field("room", &self.room)
+            .field("origin", &self.origin)
+            .field("oracles", &self.oracles)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds the result of `workload` under `case` from its trace: every
+/// sample taken inside a phase is scored against that phase's oracle
+/// ([`phase_oracles`], [`dram_hit`]) and made one of the suite's points,
+/// and the suite builds its result from them.
+pub fn analyze<S: Analysis>(
+    settings: &S,
+    case: &S::Case,
+    workload: &str,
+    trace: &Trace,
+) -> Result<S::Run, AnalysisError> {
+    let room = settings.room(case);
+    let (origin, oracles) = phase_oracles(trace, settings.guest_run().frame_size, room)?;
+    let timeline = trace
+        .samples
+        .iter()
+        .filter_map(|s| {
+            let phase = s.phase?;
+            let oracle = oracles.get(&phase)?;
+            Some(S::point(ScoredSample {
+                secs: s.at_secs - origin,
+                phase,
+                hit: dram_hit(&oracle.access, &s.tiers),
+                oracle,
+                tiers: &s.tiers,
+            }))
+        })
+        .collect();
+    Ok(settings.result(ScoredRun {
+        case,
+        workload,
+        trace,
+        room,
+        origin,
+        oracles,
+        timeline,
+    }))
+}
+
 /// Why one run of a suite (a workload under one configuration) failed.
 #[derive(Debug, Error)]
 pub enum CaseError<A: std::error::Error + 'static> {
@@ -100,6 +216,31 @@ pub enum CaseError<A: std::error::Error + 'static> {
     },
 }
 
+/// Why the policy or the workloads suite failed.
+#[derive(Debug, Error)]
+pub enum SuiteError {
+    /// Bad settings (e.g. a `--bytes` override).
+    #[error("{suite} suite settings")]
+    Settings {
+        /// The suite: `policy`, `workloads`.
+        suite: &'static str,
+        /// Why they were refused.
+        #[source]
+        source: SettingsError,
+    },
+    /// One run (a workload under one configuration, alone or in a mix)
+    /// failed.
+    #[error(transparent)]
+    Case(#[from] CaseError<AnalysisError>),
+}
+
+impl SuiteError {
+    /// The settings of `suite` were refused: for `map_err`.
+    pub fn settings(suite: &'static str) -> impl Fn(SettingsError) -> Self {
+        move |source| Self::Settings { suite, source }
+    }
+}
+
 /// Scores a finished run of `workload` under the configuration labelled
 /// `case` with `analyze`, naming both in the error.
 pub fn run_case<T, A: std::error::Error + 'static>(
@@ -118,28 +259,6 @@ pub fn run_case<T, A: std::error::Error + 'static>(
         case: case.to_owned(),
         source,
     })
-}
-
-/// The payload's workload string for `workload` over a buffer of
-/// `buffer_bytes`, in `phases` phases of `phase_seconds`. zipf's records
-/// fill an eighth of the buffer (as hotset's hot set does): with records
-/// spread over the whole buffer its frames are nearly equally hot and any
-/// placement is as good as the oracle's.
-pub fn workload_args(workload: &str, buffer_bytes: u64, phases: u32, phase_seconds: f64) -> String {
-    let extra = match workload {
-        "zipf" => format!(",items={}", buffer_bytes / 8 / 64),
-        _ => String::new(),
-    };
-    format!(
-        "{workload}:size={}M,phases={phases},seconds={phase_seconds}{extra}",
-        buffer_bytes >> 20,
-    )
-}
-
-/// Whole frames of `frame_size` in `share` of `guest_bytes`.
-pub fn share_frames(guest_bytes: u64, frame_size: u64, share: f64) -> usize {
-    let frames = guest_bytes / frame_size;
-    (frames as f64 * share).floor() as usize
 }
 
 /// `25%`, `12.5%`.

@@ -12,34 +12,45 @@ use crate::model::{Demand, MODELS, Pattern};
 use crate::policy::TARGET_AFTER_SHIFT;
 use crate::stats::{mean, ratio};
 use crate::suite_common::{
-    AnalysisError, Trace, convergence_secs, dram_hit, engine_summary, longest_convergence,
-    migration_rates, phase_mops, phase_oracles,
+    Analysis, GuestRun, PhaseRow, RunRow, ScoredRun, ScoredSample, Trace, convergence_secs,
+    engine_summary, longest_convergence, migration_rates, phase_mops,
 };
 
-/// Builds the result of `workload` under `case` from its trace.
-pub fn analyze(
-    settings: &WorkloadsSettings,
-    case: &RunCase,
-    workload: &str,
-    trace: &Trace,
-) -> Result<RunResult, AnalysisError> {
-    let room = settings.fast_frames(case);
-    let (origin, oracles) = phase_oracles(trace, settings.frame_size, room)?;
-    let timeline: Vec<HitPoint> = trace
-        .samples
-        .iter()
-        .filter_map(|s| {
-            let phase = s.phase?;
-            let o = oracles.get(&phase)?;
-            Some(HitPoint {
-                secs: s.at_secs - origin,
-                phase,
-                dram_hit: dram_hit(&o.access, &s.tiers),
-                oracle_hit: o.best,
-            })
-        })
-        .collect();
+impl Analysis for WorkloadsSettings {
+    type Case = RunCase;
+    type Point = HitPoint;
+    type Run = RunResult;
 
+    fn guest_run(&self) -> &GuestRun {
+        &self.run
+    }
+
+    fn room(&self, case: &RunCase) -> usize {
+        self.fast_frames(case)
+    }
+
+    fn point(s: ScoredSample<'_>) -> HitPoint {
+        HitPoint {
+            secs: s.secs,
+            phase: s.phase,
+            dram_hit: s.hit,
+            oracle_hit: s.oracle.best,
+        }
+    }
+
+    fn result(&self, run: ScoredRun<'_, Self>) -> RunResult {
+        workloads_result(self, run)
+    }
+}
+
+/// The result of a run scored against its oracles: per phase with its
+/// modeled cost, then over the run.
+fn workloads_result(
+    settings: &WorkloadsSettings,
+    run: ScoredRun<'_, WorkloadsSettings>,
+) -> RunResult {
+    let (case, workload, trace, origin) = (run.case, run.workload, run.trace, run.origin);
+    let (room, oracles, timeline) = (run.room, run.oracles, run.timeline);
     let phases: Vec<PhaseResult> = oracles
         .iter()
         .filter(|(phase, _)| trace.phase_starts.contains_key(phase))
@@ -49,18 +60,20 @@ pub fn analyze(
             let dram_hit = mean(points.iter().map(|p| p.dram_hit));
             let start_secs = trace.phase_starts.get(&phase).map_or(0.0, |s| s - origin);
             PhaseResult {
-                phase,
-                start_secs,
-                convergence_secs: convergence_secs(
-                    points
-                        .iter()
-                        .map(|p| (p.secs - start_secs, ratio(p.dram_hit, p.oracle_hit))),
-                    TARGET_AFTER_SHIFT,
-                ),
-                samples: points.len(),
-                mops: phase_mops(&trace.reports, phase, settings.vcpus),
+                row: PhaseRow {
+                    phase,
+                    start_secs,
+                    samples: points.len(),
+                    mops: phase_mops(&trace.reports, phase, settings.run.vcpus),
+                    oracle_hit: o.best,
+                    convergence_secs: convergence_secs(
+                        points
+                            .iter()
+                            .map(|p| (p.secs - start_secs, ratio(p.dram_hit, p.oracle_hit))),
+                        TARGET_AFTER_SHIFT,
+                    ),
+                },
                 dram_hit,
-                oracle_hit: o.best,
                 demand,
                 modeled: dram_hit.map_or_else(Vec::new, |hit| {
                     modeled(hit, &demand, settings.pattern(workload))
@@ -77,49 +90,51 @@ pub fn analyze(
         .filter(|r| r.at_ms as f64 / 1e3 >= origin)
         .collect();
     let moved_bytes: u64 = in_phases.iter().map(|r| r.bytes).sum();
-    let frames_bytes = |frames: usize| frames as u64 * settings.frame_size;
+    let frames_bytes = |frames: usize| frames as u64 * settings.run.frame_size;
     let engine = case.config.tracker().map(|_| engine_summary(&trace.stats));
     let bound = case.config.is_bound();
     let engine_runs = engine.is_some();
-    Ok(RunResult {
-        workload: workload.to_owned(),
-        args: settings.workload_args(workload),
+    RunResult {
+        row: RunRow {
+            workload: workload.to_owned(),
+            args: settings.run.workload_args(workload),
+            mops: mean(phases.iter().filter_map(|p| p.row.mops)),
+            convergence_secs: if bound {
+                None
+            } else {
+                longest_convergence(
+                    phases
+                        .iter()
+                        .filter(|p| p.row.phase > 0)
+                        .map(|p| p.row.convergence_secs),
+                )
+            },
+            rates: if engine_runs {
+                migration_rates(&trace.stats.recent, origin)
+            } else {
+                Vec::new()
+            },
+        },
         config: case.config,
         share: case.share,
         mix: None,
         fast_frames: room,
         dram_hit: mean(timeline.iter().map(|p| p.dram_hit)),
         oracle_hit: mean(timeline.iter().map(|p| p.oracle_hit)),
-        mops: mean(phases.iter().filter_map(|p| p.mops)),
         moved_bytes,
         promoted_bytes: in_phases.iter().map(|r| frames_bytes(r.promoted)).sum(),
         demoted_bytes: in_phases.iter().map(|r| frames_bytes(r.demoted)).sum(),
         migrate_mbps: (span_secs > 0.0).then(|| moved_bytes as f64 / 1e6 / span_secs),
-        convergence_secs: if bound {
-            None
-        } else {
-            longest_convergence(
-                phases
-                    .iter()
-                    .filter(|p| p.phase > 0)
-                    .map(|p| p.convergence_secs),
-            )
-        },
         modeled: total_modeled(&phases),
         phases,
         engine,
         timeline,
-        rates: if engine_runs {
-            migration_rates(&trace.stats.recent, origin)
-        } else {
-            Vec::new()
-        },
         tier_map: if bound {
             None
         } else {
-            TierMap::from_samples(&trace.samples, origin, settings.sample_ms as f64 / 1e3)
+            TierMap::from_samples(&trace.samples, origin, settings.run.sample_ms as f64 / 1e3)
         },
-    })
+    }
 }
 
 /// Every vCPU's report of `phase`, summed.
@@ -184,6 +199,7 @@ mod tests {
 
     use super::*;
     use crate::suite_common::Sample;
+    use crate::suite_common::{AnalysisError, analyze};
     use crate::testing::{hot_frame, sample_workloads_trace};
     use crate::workloads::settings::Config;
 
@@ -224,7 +240,7 @@ mod tests {
     #[test]
     fn first_touch_hits_only_while_the_hot_frame_is_low() {
         let mut s = WorkloadsSettings::new(true, Some(64 << 20)).unwrap();
-        s.vcpus = 1;
+        s.run.vcpus = 1;
         let case = RunCase {
             config: Config::FirstTouch,
             share: Some(0.25),
@@ -236,9 +252,9 @@ mod tests {
             panic!("{:?}", r.phases)
         };
         assert_eq!((p0.dram_hit, p1.dram_hit), (Some(1.0), Some(0.0)));
-        assert_eq!((p0.oracle_hit, p1.oracle_hit), (1.0, 1.0));
+        assert_eq!((p0.row.oracle_hit, p1.row.oracle_hit), (1.0, 1.0));
         assert_eq!(r.dram_hit, Some(0.5));
-        assert_eq!(p0.mops, Some(10.0));
+        assert_eq!(p0.row.mops, Some(10.0));
         assert!(r.engine.is_none());
         // Phase 0 runs at DRAM speed, phase 1 all on the slow tier: on
         // Optane 10^6 × (305 − 81) ns = 0.224 s extra over 0.2 s measured.
@@ -252,7 +268,7 @@ mod tests {
     #[test]
     fn the_bounds_have_all_or_no_room() {
         let mut s = WorkloadsSettings::new(true, Some(64 << 20)).unwrap();
-        s.vcpus = 1;
+        s.run.vcpus = 1;
         let slow = RunCase {
             config: Config::AllSlow,
             share: None,
@@ -278,7 +294,7 @@ mod tests {
     #[test]
     fn the_engine_run_converges_after_the_shift_and_keeps_its_moves() {
         let mut s = WorkloadsSettings::new(true, Some(64 << 20)).unwrap();
-        s.workloads = vec!["hotset".to_owned()];
+        s.run.workloads = vec!["hotset".to_owned()];
         let case = RunCase {
             config: Config::TieringDirtyLog,
             share: Some(0.25),
@@ -287,15 +303,18 @@ mod tests {
         let [p0, p1] = r.phases.as_slice() else {
             panic!("{:?}", r.phases)
         };
-        assert_eq!((p0.start_secs, p1.start_secs), (0.0, 1.0));
+        assert_eq!((p0.row.start_secs, p1.row.start_secs), (0.0, 1.0));
         // Frame 1 is fast from the start; frame 20 from 11.5 s on.
-        assert_eq!(p0.convergence_secs, Some(0.0));
-        assert!((p1.convergence_secs.unwrap() - 0.5).abs() < 1e-9, "{p1:?}");
-        assert_eq!(r.convergence_secs, p1.convergence_secs);
+        assert_eq!(p0.row.convergence_secs, Some(0.0));
+        assert!(
+            (p1.row.convergence_secs.unwrap() - 0.5).abs() < 1e-9,
+            "{p1:?}"
+        );
+        assert_eq!(r.row.convergence_secs, p1.row.convergence_secs);
         // Boot's promotion is left out; the swap at 11.4 s is counted.
         assert_eq!((r.promoted_bytes, r.demoted_bytes), (2 * MIB, 2 * MIB));
         assert_eq!(r.moved_bytes, 4 * MIB);
-        assert_eq!(r.rates.len(), 2);
+        assert_eq!(r.row.rates.len(), 2);
         let map = r.tier_map.as_ref().unwrap();
         assert_eq!((map.frames, map.columns()), (32, 20));
         assert_eq!(map.rows[20], [[15, 0], [5, crate::workloads::LEVELS]]);
@@ -306,16 +325,16 @@ mod tests {
             share: Some(0.25),
         };
         let r = analyze(&s, &touch, "hotset", &sample_workloads_trace(false)).unwrap();
-        assert_eq!(r.phases[1].convergence_secs, None);
-        assert_eq!(r.convergence_secs, None);
-        assert!(r.rates.is_empty() && r.promoted_bytes == 0);
+        assert_eq!(r.phases[1].row.convergence_secs, None);
+        assert_eq!(r.row.convergence_secs, None);
+        assert!(r.row.rates.is_empty() && r.promoted_bytes == 0);
         assert!(r.tier_map.is_some());
         let bound = RunCase {
             config: Config::AllFast,
             share: None,
         };
         let r = analyze(&s, &bound, "hotset", &sample_workloads_trace(false)).unwrap();
-        assert!(r.tier_map.is_none() && r.convergence_secs.is_none());
+        assert!(r.tier_map.is_none() && r.row.convergence_secs.is_none());
     }
 
     #[test]

@@ -10,23 +10,12 @@ use super::result::{RunResult, WorkloadsResult};
 use super::settings::Config;
 use super::tier_map::{TierMap, share as level_share};
 use crate::grid_chart::{GridChart, GridRun, Marker};
+use crate::palette::{BLUE, FAST_TIER, GREEN, GREY, ORACLE, PURPLE, RED, SLOW_TIER, cycled};
 use crate::plot::{LineChart, PlotError, Rgb, Series, Stroke, XAxis, YAxis};
 use crate::suite_common::format_share;
 
-/// The fast tier's colour in the tier maps (blue).
-const FAST: Rgb = Rgb(31, 90, 180);
-/// The slow tier's colour in the tier maps (light orange).
-const SLOW: Rgb = Rgb(253, 174, 97);
-
-const ORACLE: Rgb = Rgb(0, 0, 0);
 /// Colours of the configurations, in [`super::Config::ALL`] order.
-const CONFIGS: [Rgb; 5] = [
-    Rgb(44, 160, 44),
-    Rgb(214, 39, 40),
-    Rgb(127, 127, 127),
-    Rgb(31, 119, 180),
-    Rgb(148, 103, 189),
-];
+const CONFIGS: [Rgb; 5] = [GREEN, RED, GREY, BLUE, PURPLE];
 
 /// Writes every chart of every workload at every share into `dir`
 /// (which must exist): the DRAM-hit chart, the migration-rate chart when
@@ -40,13 +29,15 @@ pub fn write_svgs(result: &WorkloadsResult, dir: &Path) -> Result<Vec<PathBuf>, 
         written.push(path);
         Ok::<(), PlotError>(())
     };
-    for workload in &result.settings.workloads {
+    for workload in &result.settings.run.workloads {
         for &share in &result.settings.shares {
             let runs: Vec<&RunResult> = result
                 .runs
                 .iter()
                 .filter(|r| {
-                    &r.workload == workload && r.mix.is_none() && r.share.is_none_or(|s| s == share)
+                    &r.row.workload == workload
+                        && r.mix.is_none()
+                        && r.share.is_none_or(|s| s == share)
                 })
                 .collect();
             if runs.is_empty() {
@@ -75,7 +66,7 @@ pub fn write_svgs(result: &WorkloadsResult, dir: &Path) -> Result<Vec<PathBuf>, 
 /// The colour of `config` in the line charts.
 fn config_color(config: Config) -> Rgb {
     let index = Config::ALL.iter().position(|c| *c == config).unwrap_or(0);
-    CONFIGS[index % CONFIGS.len()]
+    cycled(&CONFIGS, index)
 }
 
 /// Every configuration's DRAM-hit ratio over time, and the oracle's with
@@ -124,7 +115,7 @@ pub fn hit_chart(workload: &str, share: f64, runs: &[&RunResult]) -> LineChart {
 pub fn migration_chart(workload: &str, share: f64, runs: &[&RunResult]) -> LineChart {
     let last = runs
         .iter()
-        .flat_map(|r| r.rates.iter().map(|p| p.secs))
+        .flat_map(|r| r.row.rates.iter().map(|p| p.secs))
         .fold(0.0, f64::max);
     LineChart {
         title: format!(
@@ -138,10 +129,10 @@ pub fn migration_chart(workload: &str, share: f64, runs: &[&RunResult]) -> LineC
         y_axis: YAxis::LinearFromZero,
         series: runs
             .iter()
-            .filter(|r| !r.rates.is_empty())
+            .filter(|r| !r.row.rates.is_empty())
             .map(|r| Series {
                 label: r.config.name().to_owned(),
-                points: r.rates.iter().map(|p| (p.secs, p.mbps)).collect(),
+                points: r.row.rates.iter().map(|p| (p.secs, p.mbps)).collect(),
                 color: config_color(r.config),
                 stroke: Stroke::Solid,
             })
@@ -182,14 +173,14 @@ pub fn tier_map_chart(run: &RunResult) -> Option<GridChart> {
                     .collect()
             })
             .collect(),
-        high: (FAST, "fast tier (DRAM)".to_owned()),
-        low: (SLOW, "slow tier".to_owned()),
+        high: (FAST_TIER, "fast tier (DRAM)".to_owned()),
+        low: (SLOW_TIER, "slow tier".to_owned()),
         markers: run
             .phases
             .iter()
             .map(|p| Marker {
-                x: p.start_secs,
-                label: format!("phase {}", p.phase),
+                x: p.row.start_secs,
+                label: format!("phase {}", p.row.phase),
             })
             .collect(),
     })
@@ -281,7 +272,7 @@ mod tests {
         ] {
             assert!(tiers.contains(text), "tier map lacks {text}");
         }
-        let Rgb(r, g, b) = FAST;
+        let Rgb(r, g, b) = FAST_TIER;
         let fast = format!("fill=\"#{r:02X}{g:02X}{b:02X}\"");
         // One rectangle per run: frames 0..7 fast throughout, frames 7
         // and 20 each fast for one run; and the legend's swatch.

@@ -23,40 +23,30 @@ mod tier_map;
 
 use std::thread;
 
-use thiserror::Error;
-
 use crate::progress;
-use crate::suite_common::{AnalysisError, CaseError, RunError, run_case, run_spec};
+use crate::suite_common::{RunError, SuiteError, run_case, run_spec};
 
-pub use analysis::analyze;
+pub use crate::suite_common::SettingsError;
+pub use crate::suite_common::analyze;
 pub use chart_names::{chart_kinds, hit_chart_name, migration_chart_name, tier_map_name};
 pub use charts::{hit_chart, migration_chart, tier_map_chart, write_svgs};
 pub use host_tiers::HostTiers;
 pub use result::{HitPoint, ModeledCost, PhaseResult, RunResult, WorkloadsResult};
-pub use settings::{Config, RunCase, SettingsError, WorkloadsSettings};
+pub use settings::{Config, RUN_DEFAULTS, RunCase, WorkloadsSettings};
 pub use tier_map::{LEVELS, MAX_COLUMNS, MAX_ROWS, TierMap};
 
-/// Why the workloads suite failed.
-#[derive(Debug, Error)]
-pub enum WorkloadsSuiteError {
-    /// Bad settings (e.g. a `--bytes` override).
-    #[error("workloads suite settings")]
-    Settings(#[from] SettingsError),
-    /// One run (a workload under one configuration, alone or in a mix)
-    /// failed.
-    #[error(transparent)]
-    Case(#[from] CaseError<AnalysisError>),
-}
+/// Why the workloads suite failed: the suites' shared error.
+pub type WorkloadsSuiteError = SuiteError;
 
 /// Runs the suite with `settings`, showing progress on stderr.
 pub fn run(settings: WorkloadsSettings) -> Result<WorkloadsResult, WorkloadsSuiteError> {
     let cases = settings.cases();
-    let total =
-        settings.workloads.len() * cases.len() + settings.mixes.len() * settings.mix_cases().len();
+    let total = settings.run.workloads.len() * cases.len()
+        + settings.mixes.len() * settings.mix_cases().len();
     let bar = progress::bar("workloads", total as u64);
     let mut runs = Vec::with_capacity(total);
-    for workload in &settings.workloads {
-        let args = settings.workload_args(workload);
+    for workload in &settings.run.workloads {
+        let args = settings.run.workload_args(workload);
         for case in &cases {
             let label = case.label();
             bar.set_message(format!("{workload}, {label}"));
@@ -89,7 +79,7 @@ fn run_mix(
     let spec = settings.run_spec(case);
     let traces = thread::scope(|scope| {
         let handles = pair.clone().map(|workload| {
-            let (spec, args) = (&spec, settings.workload_args(&workload));
+            let (spec, args) = (&spec, settings.run.workload_args(&workload));
             scope.spawn(move || run_spec(spec, &args))
         });
         handles.map(|h| h.join())

@@ -11,7 +11,8 @@ use crate::model::Demand;
 use crate::model::{CXL, DRAM, MODELS, OPTANE};
 use crate::policy::TARGET_AFTER_SHIFT;
 use crate::size::format_size;
-use crate::suite_common::{EngineSummary, RatePoint, format_share};
+use crate::suite_common::rows::{self, KeyedRun, PhaseRow, RunRow, SuiteTables};
+use crate::suite_common::{EngineSummary, format_share};
 use crate::table::{Align, RowWidthError, Table};
 use crate::track::{format_percent, format_us};
 
@@ -27,10 +28,11 @@ pub struct WorkloadsResult {
 /// One workload under one configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
-    /// The workload's name.
-    pub workload: String,
-    /// The payload's workload string.
-    pub args: String,
+    /// Workload, payload string, throughput, convergence (see
+    /// [`PhaseRow::convergence_secs`]) and migration rates (flattened:
+    /// the JSON keeps its keys).
+    #[serde(flatten)]
+    pub row: RunRow,
     /// Placement and engine.
     pub config: Config,
     /// DRAM share of guest RAM; `None` for the bounds.
@@ -44,8 +46,6 @@ pub struct RunResult {
     pub dram_hit: Option<f64>,
     /// Mean of the oracle's DRAM-hit ratio over the same samples.
     pub oracle_hit: Option<f64>,
-    /// Mean guest throughput over the phases, Mops/s.
-    pub mops: Option<f64>,
     /// Bytes the engine moved from phase 0 on (both ways).
     pub moved_bytes: u64,
     /// Bytes the engine promoted from phase 0 on.
@@ -56,11 +56,6 @@ pub struct RunResult {
     pub demoted_bytes: u64,
     /// `moved_bytes` over the time from phase 0 to the last sample, MB/s.
     pub migrate_mbps: Option<f64>,
-    /// The longest convergence time over the phases after a shift (see
-    /// [`PhaseResult::convergence_secs`]); `None` for the bounds and when
-    /// one of them never converged.
-    #[serde(default)]
-    pub convergence_secs: Option<f64>,
     /// Modeled cost over all phases, one per memory model.
     pub modeled: Vec<ModeledCost>,
     /// Per phase.
@@ -69,10 +64,6 @@ pub struct RunResult {
     pub engine: Option<EngineSummary>,
     /// DRAM-hit ratio at every placement sample inside a phase.
     pub timeline: Vec<HitPoint>,
-    /// Migration rate per engine interval from phase 0 on (engine runs
-    /// only).
-    #[serde(default)]
-    pub rates: Vec<RatePoint>,
     /// Where every frame was from phase 0 on, downsampled (every
     /// configuration but the bounds, whose placement never changes).
     #[serde(default)]
@@ -92,7 +83,7 @@ impl RunResult {
     pub fn label(&self) -> String {
         format!(
             "{}, {}{}",
-            self.workload,
+            self.row.workload,
             self.case().label(),
             self.beside()
         )
@@ -119,24 +110,12 @@ impl RunResult {
 /// One phase of a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseResult {
-    /// The phase.
-    pub phase: u64,
-    /// When it began, seconds after phase 0 began.
-    #[serde(default)]
-    pub start_secs: f64,
-    /// Seconds from its start until the DRAM-hit ratio first reached
-    /// the after-shift target share of the oracle's (as in the policy
-    /// suite); `None` when it never did.
-    #[serde(default)]
-    pub convergence_secs: Option<f64>,
-    /// Placement samples taken in it.
-    pub samples: usize,
-    /// Guest throughput, Mops/s (every vCPU's phase report).
-    pub mops: Option<f64>,
+    /// Phase, start, samples, throughput, the oracle's DRAM-hit ratio and
+    /// convergence (flattened: the JSON keeps its keys).
+    #[serde(flatten)]
+    pub row: PhaseRow,
     /// Mean DRAM-hit ratio over its samples.
     pub dram_hit: Option<f64>,
-    /// The oracle's DRAM-hit ratio.
-    pub oracle_hit: f64,
     /// Operations, bytes and vCPU time the guest reported.
     pub demand: Demand,
     /// Modeled cost of the phase, one per memory model.
@@ -180,16 +159,8 @@ pub struct HitPoint {
     pub oracle_hit: f64,
 }
 
-fn format_mops(mops: Option<f64>) -> String {
-    mops.map_or_else(|| "—".to_owned(), |m| format!("{m:.2}"))
-}
-
 fn format_ns(ns: Option<f64>) -> String {
     ns.map_or_else(|| "—".to_owned(), |n| format!("{n:.0}"))
-}
-
-fn format_rel(r: Option<f64>) -> String {
-    r.map_or_else(|| "—".to_owned(), |r| format!("{r:.2}×"))
 }
 
 /// A convergence time, `never` when the target was not reached, `—` for
@@ -198,7 +169,7 @@ fn format_convergence(config: Config, secs: Option<f64>) -> String {
     if config.is_bound() {
         "—".to_owned()
     } else {
-        secs.map_or_else(|| "never".to_owned(), |s| format!("{s:.1} s"))
+        rows::format_secs(secs)
     }
 }
 
@@ -249,155 +220,149 @@ impl WorkloadsResult {
             format!("charts (--svg): {}", chart_kinds().join("; ")),
         ]
     }
+}
 
-    /// The run table, the per-phase throughput table and the engine table.
-    pub fn tables(&self) -> Result<Vec<Table>, RowWidthError> {
-        Ok(vec![
-            self.run_table()?,
-            self.phase_table()?,
-            self.engine_table()?,
-        ])
-    }
-
+impl SuiteTables for WorkloadsResult {
     fn run_table(&self) -> Result<Table, RowWidthError> {
-        let mut columns = vec![
-            ("workload", Align::Left),
-            ("config", Align::Left),
-            ("DRAM", Align::Right),
-            ("Mops/s", Align::Right),
-            ("DRAM-hit", Align::Right),
-            ("oracle", Align::Right),
-            ("converged after shift", Align::Right),
-            ("promoted", Align::Right),
-            ("demoted", Align::Right),
-            ("MB/s", Align::Right),
-        ];
-        let headers: Vec<(String, String)> = MODELS
+        let headers: Vec<[String; 2]> = MODELS
             .iter()
             .map(|m| {
-                (
+                [
                     format!("modeled {} stall ns/op", m.name),
                     format!("modeled {} rel. throughput", m.name),
-                )
+                ]
             })
             .collect();
-        for (stall, rel) in &headers {
-            columns.push((stall.as_str(), Align::Right));
-            columns.push((rel.as_str(), Align::Right));
-        }
-        let mut table = Table::new(
+        let mut right = vec![
+            "DRAM",
+            "Mops/s",
+            "DRAM-hit",
+            "oracle",
+            "converged after shift",
+            "promoted",
+            "demoted",
+            "MB/s",
+        ];
+        right.extend(headers.iter().flatten().map(String::as_str));
+        rows::table_of(
             format!(
                 "Per run ({}): guest throughput, DRAM-hit against the oracle, the longest \
                  convergence after a phase shift, bytes promoted and demoted from phase 0 on and \
                  their rate, and the modeled cost on DRAM+CXL and DRAM+Optane",
                 self.settings.tiers.label()
             ),
-            &columns,
-        );
-        for r in &self.runs {
-            let mut row = vec![
-                r.workload.clone(),
-                r.config_label(),
-                r.share.map_or_else(
-                    || {
-                        if r.config == Config::AllFast {
-                            "100%"
-                        } else {
-                            "0%"
-                        }
-                        .to_owned()
-                    },
-                    format_share,
-                ),
-                format_mops(r.mops),
-                format_percent(r.dram_hit),
-                format_percent(r.oracle_hit),
-                format_convergence(r.config, r.convergence_secs),
-                format_size(r.promoted_bytes),
-                format_size(r.demoted_bytes),
-                r.migrate_mbps
-                    .map_or_else(|| "—".to_owned(), |m| format!("{m:.1}")),
-            ];
-            for model in MODELS {
-                let cost = r.modeled_on(model.name);
-                row.push(format_ns(cost.and_then(ModeledCost::stall_ns_per_op)));
-                row.push(format_rel(cost.and_then(|c| c.relative_throughput)));
-            }
-            table.push_row(row)?;
-        }
-        Ok(table)
+            &rows::columns(&["workload", "config"], &right),
+            &self.runs,
+            |r| {
+                let mut row = vec![
+                    r.row.workload.clone(),
+                    r.config_label(),
+                    r.share.map_or_else(
+                        || {
+                            if r.config == Config::AllFast {
+                                "100%"
+                            } else {
+                                "0%"
+                            }
+                            .to_owned()
+                        },
+                        format_share,
+                    ),
+                    rows::format_mops(r.row.mops),
+                    format_percent(r.dram_hit),
+                    format_percent(r.oracle_hit),
+                    format_convergence(r.config, r.row.convergence_secs),
+                    format_size(r.promoted_bytes),
+                    format_size(r.demoted_bytes),
+                    r.migrate_mbps
+                        .map_or_else(|| "—".to_owned(), |m| format!("{m:.1}")),
+                ];
+                for model in MODELS {
+                    let cost = r.modeled_on(model.name);
+                    row.push(format_ns(cost.and_then(ModeledCost::stall_ns_per_op)));
+                    row.push(rows::format_times(cost.and_then(|c| c.relative_throughput)));
+                }
+                row
+            },
+        )
     }
 
     fn phase_table(&self) -> Result<Table, RowWidthError> {
-        let mut table = Table::new(
+        rows::phase_table(
             "Per phase: guest throughput, DRAM-hit and convergence (phase 0 follows boot; \
              later phases shift the hot set)",
             &[
-                ("workload", Align::Left),
-                ("config", Align::Left),
-                ("phase", Align::Right),
-                ("start", Align::Right),
-                ("Mops/s", Align::Right),
-                ("DRAM-hit", Align::Right),
-                ("oracle", Align::Right),
-                ("converged", Align::Right),
+                "phase",
+                "start",
+                "Mops/s",
+                "DRAM-hit",
+                "oracle",
+                "converged",
             ],
-        );
-        for r in &self.runs {
-            for p in &r.phases {
-                table.push_row(vec![
-                    r.workload.clone(),
-                    format!("{}{}", r.case().label(), r.beside()),
-                    p.phase.to_string(),
-                    format!("{:.1} s", p.start_secs),
-                    format_mops(p.mops),
+            &self.runs,
+            |r, p| {
+                vec![
+                    p.row.phase.to_string(),
+                    format!("{:.1} s", p.row.start_secs),
+                    rows::format_mops(p.row.mops),
                     format_percent(p.dram_hit),
-                    format_percent(Some(p.oracle_hit)),
-                    format_convergence(r.config, p.convergence_secs),
-                ])?;
-            }
-        }
-        Ok(table)
+                    format_percent(Some(p.row.oracle_hit)),
+                    format_convergence(r.config, p.row.convergence_secs),
+                ]
+            },
+        )
     }
 
     fn engine_table(&self) -> Result<Table, RowWidthError> {
-        let mut table = Table::new(
+        rows::keyed_table(
             "Engine runs: counters over the whole run (boot included), mean time per interval \
              of each stage, and the engine thread's time in all (collect = the tracker's share)",
             &[
-                ("workload", Align::Left),
-                ("config", Align::Left),
-                ("intervals", Align::Right),
-                ("promoted", Align::Right),
-                ("demoted", Align::Right),
-                ("aborted", Align::Right),
-                ("collect", Align::Right),
-                ("heat", Align::Right),
-                ("plan", Align::Right),
-                ("migrate", Align::Right),
-                ("tracker total", Align::Right),
-                ("engine total", Align::Right),
+                "intervals",
+                "promoted",
+                "demoted",
+                "aborted",
+                "collect",
+                "heat",
+                "plan",
+                "migrate",
+                "tracker total",
+                "engine total",
             ],
-        );
-        for r in &self.runs {
-            let Some(e) = &r.engine else { continue };
-            table.push_row(vec![
-                r.workload.clone(),
-                format!("{}{}", r.case().label(), r.beside()),
-                e.intervals.to_string(),
-                format_size(e.promoted_bytes),
-                format_size(e.demoted_bytes),
-                e.aborted.to_string(),
-                format_us(e.collect_us),
-                format_us(e.heat_us),
-                format_us(e.plan_us),
-                format_us(e.migrate_us),
-                format_us(e.collect_us * e.intervals as f64),
-                format_us(
-                    (e.collect_us + e.heat_us + e.plan_us + e.migrate_us) * e.intervals as f64,
-                ),
-            ])?;
-        }
-        Ok(table)
+            &self.runs,
+            |r| {
+                let e = r.engine.as_ref()?;
+                let stages = e.collect_us + e.heat_us + e.plan_us + e.migrate_us;
+                Some(vec![
+                    e.intervals.to_string(),
+                    format_size(e.promoted_bytes),
+                    format_size(e.demoted_bytes),
+                    e.aborted.to_string(),
+                    format_us(e.collect_us),
+                    format_us(e.heat_us),
+                    format_us(e.plan_us),
+                    format_us(e.migrate_us),
+                    format_us(e.collect_us * e.intervals as f64),
+                    format_us(stages * e.intervals as f64),
+                ])
+            },
+        )
+    }
+}
+
+impl KeyedRun for RunResult {
+    type Phase = PhaseResult;
+    const KEY: &'static [(&'static str, Align)] =
+        &[("workload", Align::Left), ("config", Align::Left)];
+
+    fn key(&self) -> Vec<String> {
+        vec![
+            self.row.workload.clone(),
+            format!("{}{}", self.case().label(), self.beside()),
+        ]
+    }
+
+    fn phases(&self) -> &[PhaseResult] {
+        &self.phases
     }
 }
