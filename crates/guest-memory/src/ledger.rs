@@ -329,13 +329,7 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn loc(tier: usize, slot: usize) -> Location {
-        Location {
-            tier: TierId(tier),
-            slot,
-        }
-    }
+    use crate::placement::loc;
 
     #[test]
     fn initial_slots_ascend_per_tier() {

@@ -17,6 +17,19 @@ pub struct Location {
     pub slot: usize,
 }
 
+impl Location {
+    /// Slot `slot` of tier `tier`.
+    pub const fn new(tier: TierId, slot: usize) -> Self {
+        Location { tier, slot }
+    }
+}
+
+/// Slot `slot` of tier number `tier` (unit tests spell locations so).
+#[cfg(test)]
+pub(crate) fn loc(tier: usize, slot: usize) -> Location {
+    Location::new(TierId(tier), slot)
+}
+
 impl std::fmt::Debug for Location {
     /// As the derived form would with bare indices, so messages that show a
     /// location (`PlacementError::NotAt`) read as before the ids.
@@ -232,13 +245,6 @@ mod tests {
 
     fn t(tier: usize) -> TierId {
         TierId(tier)
-    }
-
-    fn loc(tier: usize, slot: usize) -> Location {
-        Location {
-            tier: TierId(tier),
-            slot,
-        }
     }
 
     /// Recounts occupancy from the forward map and checks the reverse index.

@@ -54,14 +54,7 @@ pub(crate) fn runs_where(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::TierId;
-
-    fn loc(tier: usize, slot: usize) -> Location {
-        Location {
-            tier: TierId(tier),
-            slot,
-        }
-    }
+    use crate::placement::loc;
 
     #[test]
     fn coalesces_consecutive_slots_on_one_tier() {
