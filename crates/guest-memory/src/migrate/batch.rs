@@ -75,11 +75,13 @@ impl Batch {
     }
 
     /// A batch for `moves`, where the moves that cannot find room become
-    /// exchanges. The migrators run the moves that find a free slot first
-    /// and retry the others once those have left their slots; so a move
-    /// into a full tier stays plain when a move out of that tier to a tier
-    /// with room goes first, and becomes an exchange with a move the other
-    /// way when both tiers are full. What pairs with nothing stays a plain
+    /// exchanges. A plain move into a full tier may take the room a plain
+    /// move of the same batch frees by leaving that tier (the remap
+    /// migrator retries it once that move has committed; the kernel
+    /// migrator makes it depend on that move); so a move into a full tier
+    /// stays plain when a move out of that tier to a tier with room goes
+    /// with it, and becomes an exchange with a move the other way when both
+    /// tiers are full. What pairs with nothing stays a plain
     /// move, which the migrator then refuses with the reason. Moves the
     /// migrator skips or refuses anyway (a frame named twice, already on
     /// its tier, no such frame or tier) stay plain moves too, so the

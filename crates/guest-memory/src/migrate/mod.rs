@@ -57,9 +57,10 @@ pub trait Migrator: Send + Sync + Debug {
 
     /// Moves what it can of `batch` and reports what became of each move.
     /// Moves to the tier a frame is already on are skipped; a frame named
-    /// twice is moved once (the first move wins). Plain moves that find a
-    /// free destination go first; the others are retried once those have
-    /// left their slots; an exchange swaps its two frames.
+    /// twice is moved once (the first move wins). A plain move into a full
+    /// tier may take the room a plain move of the same batch frees by
+    /// leaving that tier, and fails otherwise; an exchange swaps its two
+    /// frames.
     fn migrate(&self, batch: &Batch) -> BatchOutcome;
 
     /// Moves `moves`, letting [`Batch::pairing`] turn the moves that find
