@@ -145,7 +145,7 @@ fn request_objects_are_closed_exactly_where_unknown_fields_are_refused() {
     let policy = json!({
         "tracker": "dirty-log", "interval_ms": 100, "fast_quota": { "min_bytes": 0, "max_bytes": 1 },
         "promote_rate_mbps": 1.0, "demote_rate_mbps": 1.0, "threshold": { "mode": "auto" },
-        "headroom_bytes": 0, "hysteresis": 0.5, "min_residency_ms": 1, "exchange": true,
+        "headroom_bytes": 0, "significance": 2.0, "min_residency_ms": 1, "exchange": true,
         "pinned": [{ "gpa": 0, "len": 1 }],
         "heat": { "read_weight": 1.0, "write_weight": 1.0, "half_life_ms": 1 }
     });

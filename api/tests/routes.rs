@@ -80,7 +80,7 @@ fn tiering_policy_get_and_replace() {
 
     let mut next = TieringPolicy::with_quota(24 * MIB);
     next.interval_ms = 100;
-    next.hysteresis = 0.1;
+    next.significance = 3.0;
     let put = c.put_json("/api/v1/vm.tiering", &next).unwrap();
     assert_eq!(put.status, 204);
     documented("PUT", "/api/v1/vm.tiering", 204);

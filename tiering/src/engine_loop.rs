@@ -305,6 +305,7 @@ impl EngineLoop {
         }
         planner::plan(&PlanInput {
             heat: self.heat.heats(),
+            variance: self.heat.variances(),
             tier: tiers,
             pinned: &self.pinned,
             cooling: &cooling,
@@ -315,7 +316,7 @@ impl EngineLoop {
             demote_budget,
             forced_budget,
             threshold: self.policy.threshold,
-            hysteresis: self.policy.hysteresis,
+            significance: self.policy.significance,
             exchange: self.policy.exchange,
         })
     }

@@ -60,9 +60,12 @@ pub enum HeatError {
 ///
 /// Per interval, a frame's observed pages are split into pages written
 /// (`dirty`) and pages only read (`max(accessed, dirty) - dirty`), both
-/// scaled up by `pages_per_frame / observed pages` when the tracker
-/// sampled (counts above the observed pages are clamped, each class on its
-/// own, so more evidence of either kind never cools a frame). Then
+/// scaled up by `pages_per_frame / observed` when the tracker sampled
+/// (counts above the observed pages are clamped, each class on its own, so
+/// more evidence of either kind never cools a frame). A windowed tracker
+/// observes pages in many short windows, so `observed` counts page-windows
+/// and may exceed the frame's pages: the scaled evidence is then pages
+/// touched per window, a frequency. Then
 ///
 /// * heat ← heat × decay + `read_weight` × read + `write_weight` × written
 ///   (a decayed sum: a frame touched at a steady rate settles at
@@ -70,6 +73,12 @@ pub enum HeatError {
 /// * hot pages ← hot pages × decay + (1 − decay) × touched (a decayed
 ///   average: the number of the frame's pages touched per interval, in
 ///   `[0, pages_per_frame]`);
+///
+/// * variance ← variance × decay² + scale² × (`read_weight`² × read +
+///   `write_weight`² × written): the heat's sampling variance, counting
+///   each observed page as a Poisson event (an upper bound of the
+///   binomial's), which the planner's significance test reads
+///   ([`heat_sd`](HeatModel::heat_sd));
 ///
 /// with decay = 2^(−interval / half-life). A frame the tracker did not
 /// observe at all in an interval keeps both values: its unseen interval is
@@ -80,6 +89,7 @@ pub struct HeatModel {
     config: HeatSettings,
     pages_per_frame: u32,
     heat: Vec<f64>,
+    variance: Vec<f64>,
     hot_pages: Vec<f64>,
     /// `pages_per_frame / n` for `n` observed pages (index 0 unused), so
     /// sampled updates multiply instead of divide.
@@ -104,13 +114,14 @@ impl HeatModel {
             });
         }
         let pages = f64::from(pages_per_frame);
-        let scale_of_observed = (0..=pages_per_frame)
+        let scale_of_observed = (0..=u32::from(u16::MAX))
             .map(|n| if n == 0 { 0.0 } else { pages / f64::from(n) })
             .collect();
         Ok(HeatModel {
             config,
             pages_per_frame,
             heat: vec![0.0; frames],
+            variance: vec![0.0; frames],
             hot_pages: vec![0.0; frames],
             scale_of_observed,
             updates: 0,
@@ -136,12 +147,13 @@ impl HeatModel {
         let frames = self
             .heat
             .iter_mut()
+            .zip(self.variance.iter_mut())
             .zip(self.hot_pages.iter_mut())
             .zip(sample.accessed.iter().zip(&sample.dirty));
         match &sample.coverage {
             Coverage::Full => {
-                for ((heat, hot), (&accessed, &dirty)) in frames {
-                    step.apply(heat, hot, accessed, dirty, step.pages, 1.0);
+                for (((heat, var), hot), (&accessed, &dirty)) in frames {
+                    step.apply([heat, var, hot], accessed, dirty, step.pages, 1.0);
                 }
             }
             Coverage::Fraction(fraction) => {
@@ -149,18 +161,22 @@ impl HeatModel {
                 let scale = step.pages / observed;
                 // A share so small that scaling overflows is no observation.
                 if observed > 0.0 && scale.is_finite() {
-                    for ((heat, hot), (&accessed, &dirty)) in frames {
-                        step.apply(heat, hot, accessed, dirty, observed, scale);
+                    for (((heat, var), hot), (&accessed, &dirty)) in frames {
+                        step.apply([heat, var, hot], accessed, dirty, observed, scale);
                     }
                 }
             }
             Coverage::PerFrame(observed) => {
-                let pages = self.pages_per_frame as usize;
-                for (((heat, hot), (&accessed, &dirty)), &observed) in frames.zip(observed) {
-                    let observed = usize::from(observed).min(pages);
+                for ((((heat, var), hot), (&accessed, &dirty)), &observed) in frames.zip(observed) {
                     if observed > 0 {
-                        let scale = self.scale_of_observed[observed];
-                        step.apply(heat, hot, accessed, dirty, observed as f64, scale);
+                        let scale = self.scale_of_observed[usize::from(observed)];
+                        step.apply(
+                            [heat, var, hot],
+                            accessed,
+                            dirty,
+                            f64::from(observed),
+                            scale,
+                        );
                     }
                 }
             }
@@ -207,6 +223,17 @@ impl HeatModel {
         self.heat.get(frame).copied()
     }
 
+    /// Standard deviation of `frame`'s heat from sampling alone (0 for a
+    /// frame never seen accessed).
+    pub fn heat_sd(&self, frame: usize) -> Option<f64> {
+        self.variance.get(frame).map(|v| v.sqrt())
+    }
+
+    /// Sampling variance of every frame's heat, by frame index.
+    pub fn variances(&self) -> &[f64] {
+        &self.variance
+    }
+
     /// Estimated distinct 4 KiB pages of `frame` touched per interval.
     pub fn hot_pages(&self, frame: usize) -> Option<f64> {
         self.hot_pages.get(frame).copied()
@@ -226,6 +253,8 @@ impl HeatModel {
 /// The constants of one update.
 struct Step {
     decay: f64,
+    /// `decay²`: how much of the old variance survives.
+    decay_sq: f64,
     /// `1 - decay`: the share of the newest interval in the hot-page average.
     gain: f64,
     read_weight: f64,
@@ -239,6 +268,7 @@ impl Step {
         let decay = config.decay(sample.interval);
         Step {
             decay,
+            decay_sq: decay * decay,
             gain: 1.0 - decay,
             read_weight: config.read_weight,
             write_weight: config.write_weight,
@@ -246,15 +276,15 @@ impl Step {
         }
     }
 
-    /// Folds one frame's counts in: `observed` pages (> 0, ≤ pages) were
-    /// looked at, `scale` = pages / `observed` (finite). Counts above
-    /// `observed` (an inconsistent tracker) are clamped per class, so more
-    /// reads or more writes never lower the heat.
+    /// Folds one frame's counts into its `[heat, variance, hot pages]`:
+    /// `observed` pages or page-windows (> 0) were looked at, `scale` =
+    /// pages / `observed` (finite). Counts above `observed` (an
+    /// inconsistent tracker) are clamped per class, so more reads or more
+    /// writes never lower the heat.
     #[inline(always)]
     fn apply(
         &self,
-        heat: &mut f64,
-        hot: &mut f64,
+        [heat, var, hot]: [&mut f64; 3],
         accessed: u16,
         dirty: u16,
         observed: f64,
@@ -265,7 +295,10 @@ impl Step {
         let written = f64::from(dirty).min(observed);
         let touched = f64::from(touched).min(observed);
         let evidence = self.read_weight * read + self.write_weight * written;
+        let spread = self.read_weight * self.read_weight * read
+            + self.write_weight * self.write_weight * written;
         *heat = *heat * self.decay + scale * evidence;
+        *var = *var * self.decay_sq + scale * scale * spread;
         *hot = *hot * self.decay + self.gain * (scale * touched);
     }
 }

@@ -8,10 +8,9 @@
 //!    other frame is left), up to the forced budget.
 //! 2. **Promote** the hottest slow frames at or above the threshold,
 //!    hottest first, up to the promotion budget: freely up to the quota
-//!    less the headroom; beyond that only a candidate hotter than the
-//!    coldest fast frame by the hysteresis (a share of the heat range),
-//!    into the headroom or — quota full, exchange on — in exchange for
-//!    that frame.
+//!    less the headroom; beyond that only a candidate whose lead over the
+//!    coldest fast frame is significant ([`significant_lead`]), into the
+//!    headroom or — quota full, exchange on — in exchange for that frame.
 //! 3. **Headroom**: if less than the headroom is free, demote the coldest
 //!    fast frames that are below the threshold.
 //! 4. **Minimum**: below the quota's minimum, promote the hottest slow
@@ -31,6 +30,8 @@ pub const HEAT_FLOOR: f64 = 1.0;
 pub struct PlanInput<'a> {
     /// Heat per frame.
     pub heat: &'a [f64],
+    /// Sampling variance of each frame's heat.
+    pub variance: &'a [f64],
     /// Tier per frame.
     pub tier: &'a [usize],
     /// Frames that never move.
@@ -51,9 +52,9 @@ pub struct PlanInput<'a> {
     pub forced_budget: usize,
     /// The threshold setting.
     pub threshold: Threshold,
-    /// Share of the heat range (hottest − coldest frame) by which a
-    /// candidate must beat the fast frame it displaces.
-    pub hysteresis: f64,
+    /// Standard deviations by which a candidate's lead over the fast frame
+    /// it displaces must exceed what chance gives ([`significant_lead`]).
+    pub significance: f64,
     /// Whether exchanges are allowed.
     pub exchange: bool,
 }
@@ -119,18 +120,23 @@ fn candidates(input: &PlanInput<'_>) -> (f64, Vec<usize>, usize) {
     (threshold, above, passed)
 }
 
-/// Hottest minus coldest heat among frames that may move: the scale of
-/// the hysteresis. A margin relative to the victim's own heat fails when a
-/// tracker compresses heat (every frame of a busy guest looks warm) and
-/// measurement noise between equally cold frames exceeds it.
-fn heat_range(input: &PlanInput<'_>) -> f64 {
-    let (lo, hi) = (0..input.heat.len())
-        .filter(|&f| !input.pinned[f])
-        .map(|f| input.heat[f])
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), h| {
-            (lo.min(h), hi.max(h))
-        });
-    if hi >= lo { hi - lo } else { 0.0 }
+/// Standard deviations of lead that the extremes of `frames` equally hot
+/// frames reach by chance alone: the largest of n normal deviates is
+/// about √(2 ln n), so the hottest slow frame and the coldest fast one of
+/// a flat distribution differ by about that many deviations of their
+/// difference. A displacement must clear this before `significance`
+/// counts, or a hot set larger than the quota churns on noise.
+pub fn chance_lead(frames: usize) -> f64 {
+    (2.0 * (frames.max(1) as f64).ln()).sqrt()
+}
+
+/// Whether `candidate`'s heat leads `victim`'s by more than `z` standard
+/// deviations of the difference (variances add: the two estimates are
+/// independent samples).
+pub fn significant_lead(input: &PlanInput<'_>, candidate: usize, victim: usize, z: f64) -> bool {
+    let lead = input.heat[candidate] - input.heat[victim];
+    let sd = (input.variance[candidate] + input.variance[victim]).sqrt();
+    lead > 0.0 && lead > z * sd
 }
 
 fn pinned_fast(input: &PlanInput<'_>) -> usize {
@@ -169,7 +175,8 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     plan.candidates = passed;
     let mut demote_left = input.demote_budget;
     let fill_to = input.quota_max.saturating_sub(input.headroom);
-    let margin = input.hysteresis * heat_range(input);
+    let movable = (0..frames).filter(|&f| !input.pinned[f]).count();
+    let z = input.significance + chance_lead(movable);
     for c in hot {
         if used < fill_to {
             plan.promote.push(FrameId(c));
@@ -177,8 +184,8 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
             continue;
         }
         // Past the fill line a promotion displaces a fast frame, now (an
-        // exchange) or soon (headroom restored): only past the hysteresis.
-        let beats = |v: usize| !input.cooling[v] && input.heat[c] > input.heat[v] + margin;
+        // exchange) or soon (headroom restored): only on a significant lead.
+        let beats = |v: usize| !input.cooling[v] && significant_lead(input, c, v, z);
         let Some(&v) = victims.peek() else { break };
         if !beats(v) {
             break;
@@ -243,6 +250,7 @@ mod tests {
 
     struct Case {
         heat: Vec<f64>,
+        variance: Vec<f64>,
         tier: Vec<usize>,
         pinned: Vec<bool>,
         cooling: Vec<bool>,
@@ -252,6 +260,7 @@ mod tests {
         fn new(heat: &[f64], tier: &[usize]) -> Self {
             Case {
                 heat: heat.to_vec(),
+                variance: vec![0.0; heat.len()],
                 tier: tier.to_vec(),
                 pinned: vec![false; heat.len()],
                 cooling: vec![false; heat.len()],
@@ -261,6 +270,7 @@ mod tests {
         fn input(&self, quota_max: usize) -> PlanInput<'_> {
             PlanInput {
                 heat: &self.heat,
+                variance: &self.variance,
                 tier: &self.tier,
                 pinned: &self.pinned,
                 cooling: &self.cooling,
@@ -271,7 +281,7 @@ mod tests {
                 demote_budget: 100,
                 forced_budget: 100,
                 threshold: Threshold::Auto,
-                hysteresis: 0.5,
+                significance: 2.0,
                 exchange: true,
             }
         }
@@ -286,14 +296,15 @@ mod tests {
     }
 
     #[test]
-    fn full_quota_exchanges_only_past_the_hysteresis() {
+    fn full_quota_exchanges_only_on_a_significant_lead() {
         // Fast: frames 0 (heat 10) and 1 (heat 40); slow: 2 (100), 3 (50).
-        let c = Case::new(&[10.0, 40.0, 100.0, 50.0], &[0, 0, 1, 1]);
+        let mut c = Case::new(&[10.0, 40.0, 100.0, 50.0], &[0, 0, 1, 1]);
+        c.variance = vec![4.0, 100.0, 100.0, 100.0];
         let mut input = c.input(2);
         input.threshold = Threshold::Manual { heat: 5.0 };
         let p = plan(&input);
-        // Heat range 90, margin 45: 100 > 10 + 45 swaps; 50 > 40 + 45
-        // does not.
+        // z = 2 + √(2 ln 4) = 3.67: 100 leads 10 by 90 > 3.67 × √104 = 37
+        // and swaps; 50 leads 40 by 10 < 3.67 × √200 = 52 and does not.
         assert_eq!(p.exchanges, vec![(FrameId(2), FrameId(0))]);
         assert_eq!((p.promote, p.demote), (frames(&[2]), frames(&[0])));
         input.exchange = false;
@@ -305,6 +316,42 @@ mod tests {
                 ..Plan::default()
             }
         );
+    }
+
+    #[test]
+    fn a_flat_hot_set_larger_than_the_quota_holds_still() {
+        // 1000 frames whose true heat is the same, estimated with Poisson
+        // noise (variance = heat); half fit the quota. Whatever the noise
+        // put on the fast tier, no exchange is significant.
+        let n = 1000;
+        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut normal = || {
+            // Irwin–Hall: the sum of 12 uniforms less 6 is close to N(0, 1).
+            (0..12)
+                .map(|_| {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    (rng >> 11) as f64 / (1u64 << 53) as f64
+                })
+                .sum::<f64>()
+                - 6.0
+        };
+        let mean: f64 = 400.0;
+        let heat: Vec<f64> = (0..n).map(|_| mean + mean.sqrt() * normal()).collect();
+        let tier: Vec<usize> = (0..n).map(|f| f % 2).collect();
+        let mut c = Case::new(&heat, &tier);
+        c.variance = heat.clone();
+        let mut input = c.input(n / 2);
+        input.threshold = Threshold::Manual { heat: 1.0 };
+        let p = plan(&input);
+        assert!(p.exchanges.is_empty(), "{} exchanges", p.exchanges.len());
+        // A frame that is really hotter still gets in.
+        c.heat[1] = 4.0 * mean;
+        c.variance[1] = 4.0 * mean;
+        let mut input = c.input(n / 2);
+        input.threshold = Threshold::Manual { heat: 1.0 };
+        assert_eq!(plan(&input).promote, frames(&[1]));
     }
 
     #[test]

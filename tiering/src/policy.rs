@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use access_track::{SamplingSettings, SamplingSettingsError};
 use guest_memory::GpaRange;
 
 pub use crate::heat_settings::HeatSettings;
@@ -24,6 +25,8 @@ pub const MAX_INTERVAL_MS: u64 = 60_000;
 pub const MAX_RATE_MBPS: f64 = 1_000_000.0;
 /// Most pinned ranges per policy.
 pub const MAX_PINS: usize = 64;
+/// Highest significance accepted (standard deviations).
+pub const MAX_SIGNIFICANCE: f64 = 20.0;
 
 /// Errors of a policy: what is wrong, naming the field.
 #[derive(Debug, Error, PartialEq)]
@@ -81,15 +84,18 @@ pub enum PolicyError {
     /// A manual threshold is not a finite number ≥ 0.
     #[error("threshold.heat: {0} is not a finite heat >= 0")]
     Threshold(f64),
-    /// The hysteresis is not in `[0, 1]`.
-    #[error("hysteresis: {0} not in [0, 1]")]
-    Hysteresis(f64),
+    /// The significance is not in `[0, MAX_SIGNIFICANCE]`.
+    #[error("significance: {0} not in [0, {MAX_SIGNIFICANCE}]")]
+    Significance(f64),
     /// The interval is out of range.
     #[error("interval_ms: {0} not in {MIN_INTERVAL_MS}..={MAX_INTERVAL_MS}")]
     Interval(u64),
     /// The heat settings are invalid.
     #[error("heat: {0}")]
     Heat(#[source] HeatSettingsError),
+    /// The sampling settings are invalid.
+    #[error("sampling: {0}")]
+    Sampling(#[source] SamplingSettingsError),
     /// The tracker is not one this VM offers.
     #[error("tracker: unknown tracker '{name}' (this VM offers: {offered})")]
     UnknownTracker {
@@ -197,11 +203,12 @@ pub struct TieringPolicy {
     /// wait for demotions.
     #[serde(default)]
     pub headroom_bytes: u64,
-    /// A slow frame displaces a fast one only if its heat exceeds the fast
-    /// one's by this share of the heat range (hottest − coldest frame),
-    /// in `[0, 1]`.
-    #[serde(default = "default_hysteresis")]
-    pub hysteresis: f64,
+    /// A slow frame displaces a fast one only if its heat leads the fast
+    /// one's by this many standard deviations of the two estimates, on top
+    /// of the lead that chance alone gives the extremes of this many frames
+    /// (`docs/policy.md`), in `[0, MAX_SIGNIFICANCE]`.
+    #[serde(default = "default_significance")]
+    pub significance: f64,
     /// A frame moved is not moved again for this long (quota enforcement
     /// aside).
     #[serde(default = "default_min_residency_ms")]
@@ -215,6 +222,9 @@ pub struct TieringPolicy {
     /// Heat model settings.
     #[serde(default)]
     pub heat: HeatSettings,
+    /// How the tracker spends its sampling budget.
+    #[serde(default)]
+    pub sampling: SamplingSettings,
 }
 
 fn default_tracker() -> String {
@@ -233,8 +243,8 @@ fn default_threshold() -> Threshold {
     Threshold::Auto
 }
 
-fn default_hysteresis() -> f64 {
-    0.3
+fn default_significance() -> f64 {
+    2.0
 }
 
 fn default_min_residency_ms() -> u64 {
@@ -275,11 +285,35 @@ impl TieringPolicy {
             demote_rate_mbps: default_rate(),
             threshold: default_threshold(),
             headroom_bytes: 0,
-            hysteresis: default_hysteresis(),
+            significance: default_significance(),
             min_residency_ms: default_min_residency_ms(),
             exchange: true,
             pinned: Vec::new(),
             heat: HeatSettings::default(),
+            sampling: SamplingSettings::default(),
+        }
+    }
+
+    /// This policy on a clock slowed `speed` times, which a guest sees as
+    /// running `speed` times faster: intervals, sampling windows, the heat
+    /// half-life and the residency `speed` times longer, sampling budget
+    /// and rate limits `speed` times smaller. What the engine sees of a
+    /// guest in one interval is then what it would see of a guest `speed`
+    /// times faster under the original policy (`tierbench policy`).
+    pub fn at_guest_speed(&self, speed: u32) -> TieringPolicy {
+        let s = speed.max(1);
+        let f = f64::from(s);
+        TieringPolicy {
+            interval_ms: self.interval_ms.saturating_mul(u64::from(s)),
+            promote_rate_mbps: self.promote_rate_mbps / f,
+            demote_rate_mbps: self.demote_rate_mbps / f,
+            min_residency_ms: self.min_residency_ms.saturating_mul(u64::from(s)),
+            heat: HeatSettings {
+                half_life_ms: self.heat.half_life_ms.saturating_mul(u64::from(s)),
+                ..self.heat
+            },
+            sampling: self.sampling.slowed(s),
+            ..self.clone()
         }
     }
 
@@ -338,10 +372,12 @@ impl TieringPolicy {
         {
             return Err(PolicyError::Threshold(heat));
         }
-        if !(self.hysteresis.is_finite() && (0.0..=1.0).contains(&self.hysteresis)) {
-            return Err(PolicyError::Hysteresis(self.hysteresis));
+        if !(self.significance.is_finite() && (0.0..=MAX_SIGNIFICANCE).contains(&self.significance))
+        {
+            return Err(PolicyError::Significance(self.significance));
         }
         self.heat.validate().map_err(PolicyError::Heat)?;
+        self.sampling.validate().map_err(PolicyError::Sampling)?;
         self.validate_pins(&limits.ram)
     }
 
@@ -497,9 +533,13 @@ mod tests {
     fn other_fields_are_range_checked() {
         assert_eq!(rejects(|p| p.interval_ms = 0), PolicyError::Interval(0));
         assert_eq!(
-            rejects(|p| p.hysteresis = -0.1),
-            PolicyError::Hysteresis(-0.1)
+            rejects(|p| p.significance = -0.1),
+            PolicyError::Significance(-0.1)
         );
+        assert!(matches!(
+            rejects(|p| p.sampling.budget_pages_per_sec = 1),
+            PolicyError::Sampling(_)
+        ));
         assert_eq!(
             rejects(|p| p.threshold = Threshold::Manual { heat: -1.0 }),
             PolicyError::Threshold(-1.0)
@@ -508,6 +548,19 @@ mod tests {
             rejects(|p| p.heat.half_life_ms = 0),
             PolicyError::Heat(_)
         ));
+    }
+
+    #[test]
+    fn a_faster_guest_is_a_slower_clock() {
+        let p = valid();
+        let fast = p.at_guest_speed(4);
+        fast.validate(&limits()).unwrap();
+        assert_eq!(fast.interval_ms, 4 * p.interval_ms);
+        assert_eq!(fast.heat.half_life_ms, 4 * p.heat.half_life_ms);
+        assert_eq!(fast.promote_rate_mbps, p.promote_rate_mbps / 4.0);
+        assert_eq!(fast.sampling, p.sampling.slowed(4));
+        assert_eq!(fast.fast_quota, p.fast_quota);
+        assert_eq!(p.at_guest_speed(1), p);
     }
 
     #[test]

@@ -183,7 +183,7 @@ fn full_lifecycle_keeps_every_guest_write() {
     );
     assert_eq!(c.tiering_policy().unwrap(), policy(24 * MIB));
     let mut next = policy(24 * MIB);
-    next.hysteresis = 0.2;
+    next.significance = 3.0;
     next.promote_rate_mbps = 500.0;
     c.set_tiering_policy(next.clone()).unwrap();
     assert_eq!(c.tiering_policy().unwrap(), next);
@@ -637,7 +637,10 @@ fn bad_configurations_name_the_field_and_leave_no_vm() {
             "tiering.tracker",
             with_policy(|p| p.tracker = "a-bits".into()),
         ),
-        ("tiering.hysteresis", with_policy(|p| p.hysteresis = 2.0)),
+        (
+            "tiering.significance",
+            with_policy(|p| p.significance = 50.0),
+        ),
         ("tiering.interval_ms", with_policy(|p| p.interval_ms = 0)),
         (
             "tiering.pinned[0]",

@@ -21,6 +21,7 @@ mod fault_rounds;
 mod fault_state;
 mod fault_tracker;
 mod sample;
+mod sampling_settings;
 mod zap;
 
 pub use by_name::{TrackerBuildError, TrackerKind, UnknownTracker};
@@ -34,3 +35,4 @@ pub use sample::{
     AccessSample, AccessTracker, Coverage, MAX_PAGES_PER_FRAME, SampleError, TrackerError,
     TrackerStatus,
 };
+pub use sampling_settings::{MIN_REGIONS, MIN_WINDOW_US, SamplingSettings, SamplingSettingsError};

@@ -128,7 +128,8 @@ fn policy_field(e: &PolicyError) -> String {
         PolicyError::Headroom { .. } => "headroom_bytes".into(),
         PolicyError::Rate { field, .. } => (*field).into(),
         PolicyError::Threshold(_) => "threshold.heat".into(),
-        PolicyError::Hysteresis(_) => "hysteresis".into(),
+        PolicyError::Significance(_) => "significance".into(),
+        PolicyError::Sampling(_) => "sampling".into(),
         PolicyError::Interval(_) => "interval_ms".into(),
         PolicyError::Heat(HeatSettingsError::Weight { which, .. }) => {
             format!("heat.{which}_weight")

@@ -293,7 +293,7 @@ fn invalid_policies_are_refused_and_the_old_one_stays() {
     // A valid change applies whole.
     let mut next = before.clone();
     next.promote_rate_mbps = 32.0;
-    next.hysteresis = 1.0;
+    next.significance = 4.0;
     engine.set_policy(next.clone()).unwrap();
     assert_eq!(engine.policy(), next);
 }

@@ -31,6 +31,7 @@ pub fn render_policy(policy: &TieringPolicy) -> String {
             .join(", ")
     };
     let h = &policy.heat;
+    let sm = &policy.sampling;
     key_values(&[
         ("tracker", policy.tracker.clone()),
         ("interval", duration_ms(policy.interval_ms)),
@@ -39,10 +40,7 @@ pub fn render_policy(policy: &TieringPolicy) -> String {
         ("demote rate", format!("{} MB/s", policy.demote_rate_mbps)),
         ("threshold", threshold),
         ("headroom", size(policy.headroom_bytes)),
-        (
-            "hysteresis",
-            format!("{} of the heat range", policy.hysteresis),
-        ),
+        ("significance", format!("{} sd", policy.significance)),
         ("min residency", duration_ms(policy.min_residency_ms)),
         (
             "exchange",
@@ -56,6 +54,13 @@ pub fn render_policy(policy: &TieringPolicy) -> String {
                 h.read_weight,
                 h.write_weight,
                 duration_ms(h.half_life_ms)
+            ),
+        ),
+        (
+            "sampling",
+            format!(
+                "{} pages/s, a window every {} us, {}..{} us long",
+                sm.budget_pages_per_sec, sm.window_period_us, sm.min_window_us, sm.max_window_us
             ),
         ),
     ])
@@ -80,11 +85,12 @@ mod tests {
              demote rate    256 MB/s\n\
              threshold      auto\n\
              headroom       0 B\n\
-             hysteresis     0.3 of the heat range\n\
+             significance   2 sd\n\
              min residency  2.0 s\n\
              exchange       on\n\
              pinned         none\n\
-             heat           read weight 1, write weight 2, half-life 1.0 s\n"
+             heat           read weight 1, write weight 2, half-life 1.0 s\n\
+             sampling       16384 pages/s, a window every 20000 us, 500..10000 us long\n"
         );
         policy.fast_quota.min_bytes = 2 << 20;
         policy.threshold = Threshold::Manual { heat: 500.0 };
