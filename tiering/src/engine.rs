@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use access_track::AccessTracker;
+use access_track::{AccessTracker, SamplingSettings};
 use guest_memory::{GpaRange, Migrator, TierId, TieredMemory};
 
 use crate::engine_error::{EngineError, MAX_DEADLINE_MS, TrackerSourceError};
@@ -21,11 +21,13 @@ use crate::stats::{EngineStats, FrameView, Published};
 pub trait TrackerSource: Send {
     /// Names of the trackers this VM can build.
     fn offered(&self) -> Vec<String>;
-    /// A new tracker by name, for an engine interval of `interval`.
+    /// A new tracker by name, for an engine interval of `interval`,
+    /// sampling at `sampling` (valid).
     fn build(
         &self,
         name: &str,
         interval: Duration,
+        sampling: SamplingSettings,
     ) -> Result<Box<dyn AccessTracker>, TrackerSourceError>;
 }
 
@@ -178,10 +180,12 @@ impl Engine {
     ) -> Result<(), EngineError> {
         let limits = limits(&self.memory, control.trackers.as_ref());
         check(&self.memory, &limits, &policy)?;
-        // A new interval rebuilds the tracker too: the fault sampler sizes
-        // its rounds by it.
+        // A new interval or sampling rebuilds the tracker too: the fault
+        // sampler sizes its rounds by the interval, the dirty-log sampler
+        // its regions and windows by the sampling settings.
         let tracker = if policy.tracker == control.policy.tracker
             && policy.interval_ms == control.policy.interval_ms
+            && policy.sampling == control.policy.sampling
         {
             None
         } else {
@@ -255,7 +259,7 @@ fn build_tracker(
     policy: &TieringPolicy,
 ) -> Result<Box<dyn AccessTracker>, EngineError> {
     source
-        .build(&policy.tracker, policy.interval())
+        .build(&policy.tracker, policy.interval(), policy.sampling)
         .map_err(|source| EngineError::Tracker {
             name: policy.tracker.clone(),
             source,

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use access_track::AccessTracker;
 use guest_memory::{Batch, BatchOutcome, FrameId, Migrator, TierId, TieredMemory};
 
+use crate::engine_cost::EngineCost;
 use crate::engine_error::EngineError;
 use crate::error_chain::error_chain;
 use crate::heat_model::HeatModel;
@@ -197,6 +198,7 @@ impl EngineLoop {
             }
         };
         let t1 = Instant::now();
+        self.stats.cost.sampled(self.tracker.sampler_report());
         if let Err(e) = self.heat.update(&sample) {
             self.stats.last_error = Some(error_chain(&e));
         }
@@ -229,6 +231,12 @@ impl EngineLoop {
         self.stats.promotions.add(promoted.len(), frame_size);
         self.stats.demotions.add(demoted.len(), frame_size);
         self.stats.exchanges += report.exchanged as u64;
+        let cost = &mut self.stats.cost;
+        cost.bytes_moved += report.bytes;
+        cost.write_stall_us += report.stalls.iter().map(|s| micros(*s)).sum::<u64>();
+        cost.fast_heat_share = EngineCost::fast_share(self.heat.heats(), &after);
+        cost.engine_cpu_us =
+            access_track::thread_cpu_time().map_or(cost.engine_cpu_us, |t| micros(t));
         self.stats.aborted += report.aborted as u64;
         if let Some(e) = outcome.errors().last() {
             self.stats.last_error = Some(error_chain(e));

@@ -8,11 +8,14 @@
 //!   4 KiB pages (ranking frames by it is the harness's job:
 //!   `oracle::ranking`).
 //! * [`TieringPolicy`]: the operator's knobs, validated as a whole.
+//! * [`EngineCost`]: what the engine costs (sampling, CPU, write stalls,
+//!   bytes moved) next to the benefit it estimates.
 //! * [`planner`]: which frames to promote and demote this interval.
 //! * [`Engine`]: the per-VM thread that closes the loop (collect → heat →
 //!   plan → migrate → publish [`EngineStats`]) and runs live rebalances.
 
 mod engine;
+mod engine_cost;
 mod engine_error;
 mod engine_loop;
 mod error_chain;
@@ -25,8 +28,11 @@ mod rebalance;
 pub mod stats;
 pub mod synthetic;
 
-pub use access_track::{AccessSample, AccessTracker, Coverage, TrackerError, TrackerStatus};
+pub use access_track::{
+    AccessSample, AccessTracker, Coverage, SamplingSettings, TrackerError, TrackerStatus,
+};
 pub use engine::{Engine, EngineParts, TrackerSource};
+pub use engine_cost::EngineCost;
 pub use engine_error::{EngineError, MAX_DEADLINE_MS, TrackerSourceError};
 pub use error_chain::error_chain;
 pub use heat_model::{HeatError, HeatModel};

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use guest_memory::TierUsage;
 
+use crate::engine_cost::EngineCost;
 use crate::policy::FastQuota;
 
 /// Intervals kept in [`EngineStats::recent`].
@@ -142,6 +143,8 @@ pub struct EngineStats {
     pub stage_micros: StageMicros,
     /// Tracker failures.
     pub tracker_errors: u64,
+    /// What the engine costs and the benefit it estimates.
+    pub cost: EngineCost,
     /// The last error (tracker or migrator), if any.
     pub last_error: Option<String>,
     /// The last rebalance, if any.

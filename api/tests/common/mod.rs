@@ -22,6 +22,7 @@ use api::types::{
 };
 use api::{ApiClient, ApiServer, ControlError, ServerConfig, VmmControl};
 use guest_memory::{BackendSpec, TierUsage};
+use tiering::EngineCost;
 use tiering::stats::{MoveCount, StageMicros};
 use tiering::{
     EngineStats, FrameView, PolicyLimits, RebalanceProgress, RebalanceState, TieringPolicy,
@@ -391,6 +392,20 @@ impl VmmControl for MemoryVmm {
                     migrate: 20,
                 },
                 tracker_errors: 0,
+                cost: EngineCost {
+                    budget_pages_per_sec: Some(16_384),
+                    armed_pages: 1000,
+                    armed_hits: 100,
+                    windows: 10,
+                    window_us: 2000,
+                    regions: 100,
+                    sampler_cpu_us: 3000,
+                    cpu_ns_per_armed_page: Some(3000.0),
+                    engine_cpu_us: 5000,
+                    write_stall_us: 700,
+                    bytes_moved: 6 * vm.config.memory.frame_size,
+                    fast_heat_share: Some(0.8),
+                },
                 last_error: None,
                 rebalance: vm.rebalance.clone(),
                 recent: Vec::new(),

@@ -16,6 +16,7 @@ use crate::dirty_tracker::DirtyLogTracker;
 use crate::fault_config::FaultSampleConfig;
 use crate::fault_tracker::{FaultSampleError, FaultSampleTracker};
 use crate::sample::AccessTracker;
+use crate::sampling_settings::SamplingSettings;
 
 /// An unknown tracker name.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -31,6 +32,9 @@ pub enum TrackerBuildError {
     /// The fault sampler could not be built.
     #[error(transparent)]
     FaultSample(#[from] FaultSampleError),
+    /// The dirty-log sampler's thread could not be started.
+    #[error("starting the dirty-log sampler thread")]
+    SamplerThread(#[source] std::io::Error),
 }
 
 /// The trackers there are.
@@ -72,18 +76,22 @@ impl TrackerKind {
     }
 
     /// Builds the tracker over `memory` from the VM's dirty log and write
-    /// guard. A fault sampler without a usable guard is built all the
-    /// same and says in its status why it observes nothing.
+    /// guard; the dirty-log tracker samples at `sampling` (valid). A fault
+    /// sampler without a usable guard is built all the same and says in
+    /// its status why it observes nothing.
     pub fn build(
         self,
         memory: &Arc<TieredMemory>,
         dirty_log: Option<&KvmDirtyLog>,
         guard: Option<&Arc<WriteGuard>>,
         fault: FaultSampleConfig,
+        sampling: SamplingSettings,
     ) -> Result<Box<dyn AccessTracker>, TrackerBuildError> {
         let dirty = || -> Result<Box<dyn AccessTracker>, TrackerBuildError> {
             let log = dirty_log.ok_or(TrackerBuildError::NoDirtyLog(self.name()))?;
-            Ok(Box::new(DirtyLogTracker::new(log, memory.clone())))
+            let tracker = DirtyLogTracker::new(log, memory.clone(), sampling)
+                .map_err(TrackerBuildError::SamplerThread)?;
+            Ok(Box::new(tracker))
         };
         let sampled = || -> Result<Box<dyn AccessTracker>, TrackerBuildError> {
             Ok(Box::new(FaultSampleTracker::new(

@@ -15,6 +15,7 @@
 use thiserror::Error;
 
 use crate::sample::{AccessSample, AccessTracker, Coverage, TrackerError, TrackerStatus};
+use crate::window_sampler::SamplerReport;
 
 /// Samples that cannot be merged.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -68,7 +69,7 @@ pub fn combine(samples: &[AccessSample]) -> Result<AccessSample, CombineError> {
     for (f, observed_f) in observed_out.iter_mut().enumerate() {
         let (mut observed, mut accessed, mut dirty) = (0.0f64, 0.0f64, 0.0f64);
         for s in samples {
-            let seen = s.observed_fraction(f).unwrap_or(0.0) * pages;
+            let seen = s.observed(f).unwrap_or(0.0);
             if seen < 1.0 {
                 continue;
             }
@@ -81,7 +82,7 @@ pub fn combine(samples: &[AccessSample]) -> Result<AccessSample, CombineError> {
         }
         // Back from whole-frame estimates to counts over the observed pages.
         let share = observed / pages;
-        *observed_f = observed.round() as u16;
+        *observed_f = observed.round().min(f64::from(u16::MAX)) as u16;
         out.accessed[f] = (accessed * share).round().min(observed) as u16;
         out.dirty[f] = (dirty * share).round().min(observed) as u16;
     }
@@ -141,6 +142,10 @@ impl AccessTracker for CombinedTracker {
             status.limitations.extend(s.limitations);
         }
         status
+    }
+
+    fn sampler_report(&self) -> Option<SamplerReport> {
+        self.trackers.iter().find_map(|t| t.sampler_report())
     }
 }
 

@@ -21,6 +21,7 @@ use guest_memory::migrate::{MinorFaultSink, WriteGuard};
 
 use crate::fault_config::FaultSampleConfig;
 use crate::fault_state::SampleState;
+use crate::xorshift::XorShift;
 use crate::zap::Zapper;
 
 const PAGE: u64 = 4096;
@@ -84,7 +85,7 @@ impl Job {
         let frame_size = frames.frame_size();
         let pages_per_frame = (frame_size / PAGE).max(1) as u32;
         let (visit, per_round) = self.config.plan(count, pages_per_frame);
-        let mut rng = self.config.seed | 1;
+        let mut rng = XorShift::new(self.config.seed);
         let mut cursor = 0;
         let mut runs = Vec::with_capacity(per_round);
         let zapper = Zapper::new();
@@ -99,10 +100,7 @@ impl Job {
                 let Some(host) = frames.host_addr(FrameId(frame)) else {
                     continue;
                 };
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                let offset = rng % u64::from(pages_per_frame - visit + 1);
+                let offset = rng.below(u64::from(pages_per_frame - visit + 1));
                 if window.overlaps(host, frame_size) {
                     continue;
                 }

@@ -6,7 +6,9 @@
 //!   that no consumer steals another's bits;
 //! * [`AccessSample`] / [`AccessTracker`]: what a tracker reports per
 //!   interval, and the trait the tiering engine is handed;
-//! * [`DirtyLogTracker`]: pages written per frame and interval;
+//! * [`DirtyLogTracker`]: how often each frame's pages are written, from a
+//!   [`WindowSampler`] that arms a fixed budget of pages per second in
+//!   short windows over DAMON-style adaptive regions ([`SamplingSettings`]);
 //! * [`FaultSampleTracker`]: a sample of pages zapped and watched through
 //!   userfaultfd minor faults (reads and writes);
 //! * [`CombinedTracker`]: the union of several trackers' evidence;
@@ -14,20 +16,28 @@
 
 mod by_name;
 mod combined;
+mod cpu_time;
 mod dirty_log;
+mod dirty_probe;
 mod dirty_tracker;
 mod fault_config;
 mod fault_rounds;
 mod fault_state;
 mod fault_tracker;
+mod regions;
 mod sample;
+mod sampler_thread;
 mod sampling_settings;
+mod window_sampler;
+mod xorshift;
 mod zap;
 
 pub use by_name::{TrackerBuildError, TrackerKind, UnknownTracker};
 pub use combined::{CombineError, CombinedTracker, combine};
+pub use cpu_time::thread_cpu_time;
 pub use dirty_log::{DirtyConsumer, DirtyLogError, KvmDirtyLog, Memslot, enable_manual_protect};
-pub use dirty_tracker::{DEFAULT_SAMPLE_PAGES, DEFAULT_WINDOW, DirtyCoverage, DirtyLogTracker};
+pub use dirty_probe::DirtyProbeError;
+pub use dirty_tracker::{DirtyCoverage, DirtyLogTracker};
 pub use fault_config::{FaultConfigError, FaultSampleConfig, SampleBudget};
 pub use fault_state::SamplerTotals;
 pub use fault_tracker::{FaultSampleError, FaultSampleTracker};
@@ -36,3 +46,6 @@ pub use sample::{
     TrackerStatus,
 };
 pub use sampling_settings::{MIN_REGIONS, MIN_WINDOW_US, SamplingSettings, SamplingSettingsError};
+pub use window_sampler::{
+    AGGREGATION_WINDOWS, FrameCounts, PageProbe, SamplerReport, WindowSampler,
+};

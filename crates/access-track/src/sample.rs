@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+use crate::window_sampler::SamplerReport;
+
 /// Most 4 KiB pages per frame a sample can count (counts are `u16`): frames
 /// up to 128 MiB. 1 GiB frames would need wider counts.
 pub const MAX_PAGES_PER_FRAME: u32 = u16::MAX as u32;
@@ -51,8 +53,11 @@ pub enum Coverage {
     Full,
     /// The same share of every frame's pages, in `[0, 1]`.
     Fraction(f64),
-    /// Pages observed in each frame (fault sampling with rotating frames);
-    /// values above `pages_per_frame` count as `pages_per_frame`.
+    /// Pages observed in each frame (fault sampling with rotating frames),
+    /// or page-windows for a windowed sampler, which may look at a page in
+    /// many windows: values above `pages_per_frame` mean evidence gathered
+    /// over several windows, and the counts are then per window on
+    /// average.
     PerFrame(Vec<u16>),
 }
 
@@ -115,16 +120,22 @@ impl AccessSample {
     /// Share of `frame`'s pages observed, in `[0, 1]`; `None` if there is
     /// no such frame.
     pub fn observed_fraction(&self, frame: usize) -> Option<f64> {
+        let pages = f64::from(self.pages_per_frame);
+        self.observed(frame).map(|o| o.min(pages) / pages)
+    }
+
+    /// Pages of `frame` observed, or page-windows for a windowed sampler
+    /// (then possibly more than the frame's pages); `None` if there is no
+    /// such frame. The counts of the frame are out of this many.
+    pub fn observed(&self, frame: usize) -> Option<f64> {
         if frame >= self.frames() {
             return None;
         }
+        let pages = f64::from(self.pages_per_frame);
         Some(match &self.coverage {
-            Coverage::Full => 1.0,
-            Coverage::Fraction(f) => f.clamp(0.0, 1.0),
-            Coverage::PerFrame(observed) => {
-                let pages = u32::from(*observed.get(frame)?).min(self.pages_per_frame);
-                f64::from(pages) / f64::from(self.pages_per_frame)
-            }
+            Coverage::Full => pages,
+            Coverage::Fraction(f) => f.clamp(0.0, 1.0) * pages,
+            Coverage::PerFrame(observed) => f64::from(*observed.get(frame)?),
         })
     }
 
@@ -202,6 +213,11 @@ pub trait AccessTracker: Send {
 
     /// What this tracker sees and what it could not do on this host.
     fn status(&self) -> TrackerStatus;
+
+    /// The windowed sampler's totals, for trackers that have one.
+    fn sampler_report(&self) -> Option<SamplerReport> {
+        None
+    }
 }
 
 #[cfg(test)]

@@ -21,7 +21,8 @@ use std::sync::Arc;
 use kvm_ioctls::VmFd;
 
 use access_track::{
-    AccessTracker, FaultSampleConfig, KvmDirtyLog, Memslot, TrackerBuildError, TrackerKind,
+    AccessTracker, FaultSampleConfig, KvmDirtyLog, Memslot, SamplingSettings, TrackerBuildError,
+    TrackerKind,
 };
 use guest_memory::migrate::{GuardOptions, HostWriteLog, WriteGuard, WriteStop};
 use guest_memory::{BackendKind, Migrator, TieredMemory};
@@ -222,12 +223,14 @@ impl VmTiering {
         self.trackers.guard.as_ref()
     }
 
-    /// A new access tracker of `kind` over the VM's dirty log and guard.
+    /// A new access tracker of `kind` over the VM's dirty log and guard,
+    /// the dirty log sampled at the default [`SamplingSettings`].
     pub fn tracker(
         &self,
         kind: TrackerKind,
         fault: FaultSampleConfig,
     ) -> Result<Box<dyn AccessTracker>, TrackerBuildError> {
-        self.trackers.tracker(kind, fault)
+        self.trackers
+            .tracker(kind, fault, SamplingSettings::default())
     }
 }

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use access_track::{AccessTracker, FaultSampleConfig, KvmDirtyLog, TrackerBuildError, TrackerKind};
+use access_track::{
+    AccessTracker, FaultSampleConfig, KvmDirtyLog, SamplingSettings, TrackerBuildError, TrackerKind,
+};
 use guest_memory::TieredMemory;
 use guest_memory::migrate::WriteGuard;
 use tiering::{TrackerSource, TrackerSourceError};
@@ -24,17 +26,19 @@ pub struct VmTrackers {
 
 impl VmTrackers {
     /// A new access tracker of `kind` over the VM's dirty log and guard
-    /// (`fault` sets the fault sampler).
+    /// (`fault` sets the fault sampler, `sampling` the dirty log's).
     pub fn tracker(
         &self,
         kind: TrackerKind,
         fault: FaultSampleConfig,
+        sampling: SamplingSettings,
     ) -> Result<Box<dyn AccessTracker>, TrackerBuildError> {
         kind.build(
             &self.memory,
             self.dirty_log.as_ref(),
             self.guard.as_ref(),
             fault,
+            sampling,
         )
     }
 
@@ -61,6 +65,7 @@ impl TrackerSource for VmTrackers {
         &self,
         name: &str,
         interval: Duration,
+        sampling: SamplingSettings,
     ) -> Result<Box<dyn AccessTracker>, TrackerSourceError> {
         let kind: TrackerKind = name.parse()?;
         if !self.ready(kind) {
@@ -70,6 +75,6 @@ impl TrackerSource for VmTrackers {
             interval,
             ..FaultSampleConfig::default()
         };
-        Ok(self.tracker(kind, fault)?)
+        Ok(self.tracker(kind, fault, sampling)?)
     }
 }

@@ -1,6 +1,5 @@
-//! The dirty-log tracker on real KVM, at its default settings (a rotating
-//! sample of pages per frame, observed for a short window each interval):
-//! it finds `hotset`'s hot set and `zipf`'s working set and follows phase
+//! The dirty-log tracker on real KVM, at its default settings (a fixed
+//! budget of pages armed in short windows over adaptive regions): it finds `hotset`'s hot set and `zipf`'s working set and follows phase
 //! shifts, also while frames migrate; with full coverage it sees every
 //! written page and no read one.
 
@@ -93,7 +92,8 @@ fn hot_share(args: &str) -> f64 {
     let free = vm.first_free_range().unwrap();
     // Full coverage: this reads what the log saw over the whole run.
     let mut tracker =
-        DirtyLogTracker::with_coverage(vm.dirty_log().unwrap(), mem.clone(), DirtyCoverage::Full);
+        DirtyLogTracker::with_coverage(vm.dirty_log().unwrap(), mem.clone(), DirtyCoverage::Full)
+            .unwrap();
     // Warm-up writes every page once: start counting at phase 0. Dirty
     // bits outlive the guest, so the second harvest comes after the run.
     let state = vm.state().clone();

@@ -3,7 +3,7 @@
 //! units in the name (`_bytes`, `_seconds`), counters end in `_total`,
 //! every series of a VM carries `vm`, per-tier series `tier`.
 
-use tiering::{EngineStats, RebalanceState};
+use tiering::{EngineCost, EngineStats, RebalanceState};
 
 use crate::control::{ControlError, VmmControl};
 use crate::server::api_error::ApiError;
@@ -193,6 +193,86 @@ fn counter_metrics(page: &mut Exposition, vm: &str, counters: &VmCounters) {
     );
 }
 
+/// What the engine costs and the benefit it estimates (`EngineCost`).
+fn cost_metrics(page: &mut Exposition, l: &[(&str, &str)], cost: &EngineCost) {
+    let counters: [(&str, &str, Value); 7] = [
+        (
+            "tiervisor_sampler_armed_pages_total",
+            "Pages the access sampler armed.",
+            cost.armed_pages.into(),
+        ),
+        (
+            "tiervisor_sampler_hits_total",
+            "Armed pages the guest touched in their window (one guest fault each).",
+            cost.armed_hits.into(),
+        ),
+        (
+            "tiervisor_sampler_windows_total",
+            "Sampling windows run.",
+            cost.windows.into(),
+        ),
+        (
+            "tiervisor_sampler_cpu_seconds_total",
+            "CPU time of the access sampler's thread.",
+            (cost.sampler_cpu_us as f64 / 1e6).into(),
+        ),
+        (
+            "tiervisor_engine_cpu_seconds_total",
+            "CPU time of the tiering engine's thread.",
+            (cost.engine_cpu_us as f64 / 1e6).into(),
+        ),
+        (
+            "tiervisor_migration_write_stall_seconds_total",
+            "Time guest writers waited on migrations, summed.",
+            (cost.write_stall_us as f64 / 1e6).into(),
+        ),
+        (
+            "tiervisor_migrated_bytes_total",
+            "Bytes migrated, both ways.",
+            cost.bytes_moved.into(),
+        ),
+    ];
+    for (name, help, value) in counters {
+        page.single(name, Kind::Counter, help, l, value);
+    }
+    let mut gauges: Vec<(&str, &str, Value)> = vec![
+        (
+            "tiervisor_sampler_window_seconds",
+            "The access sampler's window length now.",
+            (cost.window_us as f64 / 1e6).into(),
+        ),
+        (
+            "tiervisor_sampler_regions",
+            "The access sampler's regions now.",
+            cost.regions.into(),
+        ),
+    ];
+    if let Some(budget) = cost.budget_pages_per_sec {
+        gauges.push((
+            "tiervisor_sampler_budget_pages_per_second",
+            "The access sampler's budget: pages armed per second.",
+            u64::from(budget).into(),
+        ));
+    }
+    if let Some(ns) = cost.cpu_ns_per_armed_page {
+        gauges.push((
+            "tiervisor_sampler_cpu_seconds_per_armed_page",
+            "Sampler CPU time per armed page.",
+            (ns / 1e9).into(),
+        ));
+    }
+    if let Some(share) = cost.fast_heat_share {
+        gauges.push((
+            "tiervisor_fast_heat_share",
+            "Share of the estimated accesses (heat) on frames on the fast tier.",
+            share.into(),
+        ));
+    }
+    for (name, help, value) in gauges {
+        page.single(name, Kind::Gauge, help, l, value);
+    }
+}
+
 fn engine_metrics(page: &mut Exposition, vm: &str, stats: &EngineStats) {
     let l: &[(&str, &str)] = &[("vm", vm)];
     let counters: [(&str, &str, u64); 8] = [
@@ -260,6 +340,7 @@ fn engine_metrics(page: &mut Exposition, vm: &str, stats: &EngineStats) {
             .zip(stages)
             .map(|(l, (_, us))| (&l[..], Value::from(us as f64 / 1e6))),
     );
+    cost_metrics(page, l, &stats.cost);
     let gauges: [(&str, &str, Value); 4] = [
         (
             "tiervisor_hot_frames",

@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use access_track::{AccessTracker, FaultSampleConfig, KvmDirtyLog, TrackerError, TrackerKind};
+use access_track::{
+    AccessTracker, FaultSampleConfig, KvmDirtyLog, SamplingSettings, TrackerError, TrackerKind,
+    thread_cpu_time,
+};
 use guest_memory::migrate::WriteGuard;
 use guest_memory::{BackendSpec, MemoryConfig, Placement, TierSpec, TieredMemory};
 use tiering::{HeatError, HeatModel, HeatSettings};
@@ -20,7 +23,6 @@ use vmm::guest_state::{GuestState, PhaseReport};
 use vmm::migration::MigrationConfig;
 use vmm::vm::{PayloadSource, Vm, VmConfig, VmEnd, VmError};
 
-use super::cpu_time::thread_cpu_time;
 use super::settings::TrackSettings;
 use super::trackers::TrackerSpec;
 
@@ -243,6 +245,7 @@ impl TrackerFactory {
                 self.dirty_log.as_ref(),
                 self.guard.as_ref(),
                 FaultSampleConfig::default(),
+                SamplingSettings::default(),
             )
             .map_err(|e| RunError::Attach(VmError::Tracker(e)))
     }

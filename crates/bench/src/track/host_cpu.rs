@@ -215,11 +215,9 @@ mod tests {
         let before = CpuSnapshot::now().unwrap();
         // 200 ms of this thread's own CPU time, however long that takes
         // on a busy host.
-        let start = crate::track::cpu_time::thread_cpu_time().unwrap();
+        let start = access_track::thread_cpu_time().unwrap();
         let mut x = 0u64;
-        while crate::track::cpu_time::thread_cpu_time().unwrap() - start
-            < Duration::from_millis(200)
-        {
+        while access_track::thread_cpu_time().unwrap() - start < Duration::from_millis(200) {
             for _ in 0..10_000 {
                 x = std::hint::black_box(x.wrapping_add(1));
             }

@@ -19,7 +19,6 @@
 
 mod charts;
 mod collect_cost;
-mod cpu_time;
 mod format;
 mod guest;
 mod heat;
@@ -39,9 +38,9 @@ use tiering::HeatError;
 
 use crate::progress;
 
+pub use access_track::thread_cpu_time;
 pub use charts::{heat_chart, throughput_chart, write_svgs};
 pub use collect_cost::CollectCost;
-pub use cpu_time::thread_cpu_time;
 pub use format::{format_guest, format_interval, format_percent, format_us};
 pub use guest::{Collects, RunError, RunMeasurement, run_once, throughput, vm_config};
 pub use heat::{HeatSizeResult, measure as measure_heat};

@@ -73,6 +73,35 @@ pub fn render_rebalance(progress: Option<&RebalanceProgress>) -> String {
 
 /// `tierctl stats`: the engine of VM `vm`, whose frames are `frame_size`
 /// bytes.
+/// The sampler's budget and what it armed.
+fn sampling_line(c: &tiering::EngineCost) -> String {
+    match c.budget_pages_per_sec {
+        None => "-".to_owned(),
+        Some(budget) => format!(
+            "{budget} pages/s budget, {} pages armed, {} touched, window {} us, {} regions{}",
+            c.armed_pages,
+            c.armed_hits,
+            c.window_us,
+            c.regions,
+            c.cpu_ns_per_armed_page
+                .map_or_else(String::new, |ns| format!(", {ns:.0} ns CPU per page"))
+        ),
+    }
+}
+
+/// The engine's cost against the benefit it estimates.
+fn cost_line(c: &tiering::EngineCost) -> String {
+    format!(
+        "CPU {:.2} s sampler + {:.2} s engine, write stalls {:.3} s, {} moved; heat on the fast tier {}",
+        c.sampler_cpu_us as f64 / 1e6,
+        c.engine_cpu_us as f64 / 1e6,
+        c.write_stall_us as f64 / 1e6,
+        size(c.bytes_moved),
+        c.fast_heat_share
+            .map_or_else(|| "-".to_owned(), |s| format!("{:.1} %", s * 100.0))
+    )
+}
+
 pub fn render_stats(stats: &EngineStats, vm: &str, frame_size: u64) -> String {
     let moves = |m: &tiering::MoveCount| format!("{}, {}", count(m.frames, "frame"), size(m.bytes));
     let quota = match stats.fast_quota {
@@ -119,6 +148,8 @@ pub fn render_stats(stats: &EngineStats, vm: &str, frame_size: u64) -> String {
         ("demotions", moves(&stats.demotions)),
         ("exchanges", count(stats.exchanges, "frame")),
         ("aborted", stats.aborted.to_string()),
+        ("sampling", sampling_line(&stats.cost)),
+        ("cost", cost_line(&stats.cost)),
         ("tracker errors", stats.tracker_errors.to_string()),
         (
             "last error",
@@ -272,6 +303,20 @@ mod tests {
                 migrate: 1_500_000,
             },
             tracker_errors: 1,
+            cost: tiering::EngineCost {
+                budget_pages_per_sec: Some(16_384),
+                armed_pages: 5000,
+                armed_hits: 1200,
+                window_us: 2500,
+                regions: 300,
+                cpu_ns_per_armed_page: Some(850.0),
+                sampler_cpu_us: 4_250,
+                engine_cpu_us: 120_000,
+                write_stall_us: 3_000,
+                bytes_moved: 440 * MIB,
+                fast_heat_share: Some(0.925),
+                ..tiering::EngineCost::default()
+            },
             last_error: Some("migrator: tier 'dram' is full".into()),
             rebalance: Some(rebalance(256, 192, 128, RebalanceState::Running)),
             recent: vec![IntervalRecord {
@@ -294,6 +339,8 @@ mod tests {
             "exchanges       6 frames",
             "aborted         2\n",
             "tracker errors  1\n",
+            "sampling        16384 pages/s budget, 5000 pages armed, 1200 touched, window 2500 us, 300 regions, 850 ns CPU per page\n",
+            "cost            CPU 0.00 s sampler + 0.12 s engine, write stalls 0.003 s, 440 MiB moved; heat on the fast tier 92.5 %\n",
             "last error      migrator: tier 'dram' is full",
             "last interval   #10: 3 candidates, 2 promoted, 1 demoted, 0 aborted, 6 MiB moved",
             "rebalance       running: fast tier 192 MiB",

@@ -1,5 +1,6 @@
 //! CPU time of the calling thread (`CLOCK_THREAD_CPUTIME_ID`): what a
-//! tracker's `collect()` costs the host, apart from time spent waiting.
+//! sampler thread or a tracker's `collect()` costs the host, apart from
+//! time spent waiting.
 
 use std::io;
 use std::time::Duration;

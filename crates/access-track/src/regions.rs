@@ -1,0 +1,246 @@
+//! DAMON-style adaptive regions over a VM's frames: where the windowed
+//! sampler spends its budget.
+//!
+//! Guest RAM is cut into contiguous runs of frames (regions). Every window
+//! looks at one 4 KiB page per region, chosen uniformly over the region's
+//! pages, so each frame of a region, and each page of a frame, is equally
+//! likely to be looked at and per-frame estimates stay unbiased whatever
+//! the region sizes. After each aggregation (a fixed number of windows)
+//! neighbouring regions whose hit ratios agree are merged and every region
+//! is split in two at a random frame while there are fewer than half the
+//! regions the budget affords: regions stay small where heat changes and
+//! grow where it agrees, so the samples go where they tell most.
+
+use crate::xorshift::XorShift;
+
+/// Hit ratios closer than this (a share of windows) are said to agree.
+const MERGE_DIFF: f64 = 0.1;
+
+/// One region: frames `[start, end)` and what its windows saw since the
+/// last aggregation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Region {
+    /// First frame.
+    pub start: usize,
+    /// One past the last frame.
+    pub end: usize,
+    /// Windows that looked at the region.
+    pub looks: u32,
+    /// Windows whose page was touched.
+    pub hits: u32,
+}
+
+impl Region {
+    fn frames(&self) -> usize {
+        self.end - self.start
+    }
+
+    fn ratio(&self) -> Option<f64> {
+        (self.looks > 0).then(|| f64::from(self.hits) / f64::from(self.looks))
+    }
+}
+
+/// The regions of one VM.
+#[derive(Clone, Debug)]
+pub(crate) struct Regions {
+    list: Vec<Region>,
+    frames: usize,
+    pages_per_frame: u64,
+    min: usize,
+    max: usize,
+}
+
+impl Regions {
+    /// `frames` frames of `pages_per_frame` pages, in at most `max` regions
+    /// (at least `min` while there are that many frames), starting with
+    /// `min` equal ones.
+    pub fn new(frames: usize, pages_per_frame: u64, min: usize, max: usize) -> Self {
+        let max = max.max(1).min(frames.max(1));
+        let min = min.clamp(1, max);
+        let mut regions = Regions {
+            list: Vec::new(),
+            frames,
+            pages_per_frame: pages_per_frame.max(1),
+            min,
+            max,
+        };
+        if frames > 0 {
+            regions.list = (0..min)
+                .map(|i| Region {
+                    start: i * frames / min,
+                    end: (i + 1) * frames / min,
+                    looks: 0,
+                    hits: 0,
+                })
+                .filter(|r| r.end > r.start)
+                .collect();
+        }
+        regions
+    }
+
+    /// The regions, in address order.
+    pub fn list(&self) -> &[Region] {
+        &self.list
+    }
+
+    /// Appends one page per region to `out` (as `frame × pages_per_frame
+    /// + page`), in region order.
+    pub fn pick(&self, rng: &mut XorShift, out: &mut Vec<u64>) {
+        out.clear();
+        for r in &self.list {
+            let pages = r.frames() as u64 * self.pages_per_frame;
+            out.push(r.start as u64 * self.pages_per_frame + rng.below(pages));
+        }
+    }
+
+    /// Records one window: `touched[i]` says whether region `i`'s page
+    /// was touched (the regions have not changed since the pick).
+    pub fn record(&mut self, touched: &[bool]) {
+        for (r, &t) in self.list.iter_mut().zip(touched) {
+            r.looks += 1;
+            r.hits += u32::from(t);
+        }
+    }
+
+    /// Mean hit ratio of the hottest tenth of the regions (at least one):
+    /// near 1 when the window is so long that hot pages are caught in
+    /// every window (saturation). `None` before any window.
+    pub fn hottest_ratio(&self) -> Option<f64> {
+        let mut ratios: Vec<f64> = self.list.iter().filter_map(Region::ratio).collect();
+        if ratios.is_empty() {
+            return None;
+        }
+        ratios.sort_unstable_by(|a, b| b.total_cmp(a));
+        let top = ratios.len().div_ceil(10);
+        Some(ratios[..top].iter().sum::<f64>() / top as f64)
+    }
+
+    /// Ends an aggregation: merges neighbours that agree, splits while
+    /// there are fewer than half of `max` regions, and zeroes the counts.
+    pub fn adapt(&mut self, rng: &mut XorShift) {
+        self.merge();
+        self.split(rng);
+        for r in &mut self.list {
+            r.looks = 0;
+            r.hits = 0;
+        }
+    }
+
+    fn merge(&mut self) {
+        // A merged region stays below `frames / min`, so the regions never
+        // fall below `min` (DAMON's size limit).
+        let limit = (self.frames / self.min).max(1);
+        let mut merged: Vec<Region> = Vec::with_capacity(self.list.len());
+        for r in self.list.drain(..) {
+            if let Some(last) = merged.last_mut() {
+                let agree = match (last.ratio(), r.ratio()) {
+                    (Some(a), Some(b)) => (a - b).abs() <= MERGE_DIFF,
+                    _ => false,
+                };
+                if agree && last.frames() + r.frames() <= limit {
+                    last.end = r.end;
+                    last.looks += r.looks;
+                    last.hits += r.hits;
+                    continue;
+                }
+            }
+            merged.push(r);
+        }
+        self.list = merged;
+    }
+
+    fn split(&mut self, rng: &mut XorShift) {
+        if self.list.len() * 2 > self.max {
+            return;
+        }
+        let mut room = self.max - self.list.len();
+        let mut split = Vec::with_capacity(self.list.len() * 2);
+        for r in self.list.drain(..) {
+            if room > 0 && r.frames() >= 2 {
+                let at = r.start + 1 + rng.below(r.frames() as u64 - 1) as usize;
+                split.push(Region { end: at, ..r });
+                split.push(Region { start: at, ..r });
+                room -= 1;
+            } else {
+                split.push(r);
+            }
+        }
+        self.list = split;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn covers_every_frame_once(r: &Regions) {
+        let mut next = 0;
+        for region in r.list() {
+            assert_eq!(region.start, next, "{:?}", r.list());
+            assert!(region.end > region.start);
+            next = region.end;
+        }
+        assert_eq!(next, r.frames);
+    }
+
+    #[test]
+    fn picks_one_page_per_region_inside_it() {
+        let r = Regions::new(100, 512, 10, 50);
+        let mut rng = XorShift::new(7);
+        let mut out = Vec::new();
+        r.pick(&mut rng, &mut out);
+        assert_eq!(out.len(), 10);
+        for (page, region) in out.iter().zip(r.list()) {
+            let frame = (page / 512) as usize;
+            assert!((region.start..region.end).contains(&frame));
+        }
+    }
+
+    #[test]
+    fn regions_split_up_to_the_budget_and_merge_where_heat_agrees() {
+        let mut r = Regions::new(1000, 512, 10, 64);
+        let mut rng = XorShift::new(1);
+        // A flat guest: every region agrees, so merging undoes splitting
+        // and the count never passes the budget.
+        for _ in 0..20 {
+            let n = r.list().len();
+            r.record(&vec![true; n]);
+            r.adapt(&mut rng);
+            covers_every_frame_once(&r);
+            assert!(r.list().len() <= 64);
+            assert!(r.list().len() >= 10);
+        }
+        // Frames 0..100 hot, the rest cold: after a few aggregations the
+        // boundary is resolved by small regions, the cold rest by few.
+        for _ in 0..30 {
+            let touched: Vec<bool> = r.list().iter().map(|g| g.end <= 100).collect();
+            r.record(&touched);
+            r.adapt(&mut rng);
+            covers_every_frame_once(&r);
+            assert!(r.list().len() <= 64);
+        }
+        // Hot and cold never merge: the hot frames keep regions of their
+        // own.
+        assert!(r.list().iter().any(|g| g.end <= 100), "{:?}", r.list());
+        assert!(r.list().iter().any(|g| g.start >= 100));
+    }
+
+    #[test]
+    fn saturation_is_the_hottest_tenth_caught_every_window() {
+        let mut r = Regions::new(100, 512, 10, 10);
+        assert_eq!(r.hottest_ratio(), None);
+        let touched: Vec<bool> = (0..10).map(|i| i == 0).collect();
+        r.record(&touched);
+        assert_eq!(r.hottest_ratio(), Some(1.0));
+        r.record(&[false; 10]);
+        assert_eq!(r.hottest_ratio(), Some(0.5));
+    }
+
+    #[test]
+    fn tiny_guests_get_one_region_per_frame_at_most() {
+        let r = Regions::new(3, 512, 10, 100);
+        assert_eq!(r.list().len(), 3);
+        let none = Regions::new(0, 512, 10, 100);
+        assert!(none.list().is_empty());
+    }
+}

@@ -1,0 +1,343 @@
+//! The windowed sampler: many short windows per engine interval, each
+//! arming one page per region ([`Regions`]) and reading which were touched
+//! before it closed; per-frame counts of looks and hits, so a frame's hit
+//! ratio estimates how often its pages are touched (frequency), not just
+//! whether they were.
+//!
+//! The window adapts: when the hottest tenth of the regions is caught in
+//! nearly every window (saturation: the window is too long to tell hot
+//! from hotter) it halves; when even they are rarely caught it grows. The
+//! budget is the number of regions times the windows per second, fixed
+//! by [`SamplingSettings`] whatever the guest's RAM.
+//!
+//! This type does no waiting of its own: [`SamplerThread`] drives it on
+//! a clock, tests drive it window by window.
+//!
+//! [`SamplerThread`]: crate::sampler_thread::SamplerThread
+
+use std::time::Duration;
+
+use crate::regions::Regions;
+use crate::sampling_settings::{MIN_REGIONS, SamplingSettings};
+use crate::xorshift::XorShift;
+
+/// Windows per aggregation (regions adapt and the window is re-judged
+/// after this many).
+pub const AGGREGATION_WINDOWS: u64 = 10;
+/// Hottest-tenth hit ratio at or above which the window is saturated.
+const SATURATED: f64 = 0.9;
+/// Hottest-tenth hit ratio below which the window grows.
+const STARVED: f64 = 0.5;
+
+/// How a tracker arms pages and reads them back. Pages are numbered
+/// `frame × pages_per_frame + page`.
+pub trait PageProbe {
+    /// The probe's error.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Arms `pages`: from now on an access to one of them is recorded.
+    fn arm(&mut self, pages: &[u64]) -> Result<(), Self::Error>;
+
+    /// Sets `touched[i]` to whether `pages[i]` was accessed since it was
+    /// armed (`touched` has `pages.len()` entries).
+    fn touched(&mut self, pages: &[u64], touched: &mut [bool]) -> Result<(), Self::Error>;
+}
+
+/// Per-frame looks and hits since the counts were last taken.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FrameCounts {
+    /// Windows that looked at one of the frame's pages.
+    pub looks: Vec<u16>,
+    /// Of those, windows whose page was touched.
+    pub hits: Vec<u16>,
+}
+
+/// Running totals of a sampler, for the stats.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SamplerReport {
+    /// The budget in force, pages armed per second.
+    pub budget_pages_per_sec: u32,
+    /// Windows run.
+    pub windows: u64,
+    /// Pages armed, all windows together.
+    pub armed_pages: u64,
+    /// Armed pages found touched (each one write fault for the guest
+    /// under the dirty log).
+    pub hits: u64,
+    /// The current window length.
+    pub window: Duration,
+    /// The current number of regions.
+    pub regions: usize,
+    /// Times the window shrank because it saturated.
+    pub saturated: u64,
+    /// CPU time the sampler's thread used, in nanoseconds.
+    pub cpu_ns: u64,
+}
+
+/// The sampler's state.
+#[derive(Debug)]
+pub struct WindowSampler {
+    settings: SamplingSettings,
+    regions: Regions,
+    rng: XorShift,
+    window: Duration,
+    picks: Vec<u64>,
+    touched: Vec<bool>,
+    counts: FrameCounts,
+    pages_per_frame: u64,
+    report: SamplerReport,
+}
+
+impl WindowSampler {
+    /// A sampler over `frames` frames of `pages_per_frame` pages with
+    /// valid `settings`, the window starting at its longest.
+    pub fn new(frames: usize, pages_per_frame: u64, settings: SamplingSettings, seed: u64) -> Self {
+        let max = usize::try_from(settings.max_regions()).unwrap_or(usize::MAX);
+        let regions = Regions::new(frames, pages_per_frame, MIN_REGIONS, max);
+        let window = Duration::from_micros(u64::from(settings.max_window_us));
+        WindowSampler {
+            settings,
+            report: SamplerReport {
+                budget_pages_per_sec: settings.budget_pages_per_sec,
+                window,
+                regions: regions.list().len(),
+                ..SamplerReport::default()
+            },
+            regions,
+            rng: XorShift::new(seed),
+            window,
+            picks: Vec::new(),
+            touched: Vec::new(),
+            counts: FrameCounts {
+                looks: vec![0; frames],
+                hits: vec![0; frames],
+            },
+            pages_per_frame: pages_per_frame.max(1),
+        }
+    }
+
+    /// The settings in use.
+    pub fn settings(&self) -> SamplingSettings {
+        self.settings
+    }
+
+    /// The window length now.
+    pub fn window(&self) -> Duration {
+        self.window
+    }
+
+    /// Totals so far.
+    pub fn report(&self) -> SamplerReport {
+        self.report
+    }
+
+    /// Runs one window: arms a page per region, calls `wait` with the
+    /// window length (the caller sleeps; tests let the simulated guest
+    /// run), reads the pages back and counts them. Every
+    /// [`AGGREGATION_WINDOWS`] windows the regions and the window adapt.
+    /// On an error the window is lost and nothing is counted.
+    pub fn run_window<P: PageProbe>(
+        &mut self,
+        probe: &mut P,
+        wait: impl FnOnce(Duration),
+    ) -> Result<(), P::Error> {
+        self.regions.pick(&mut self.rng, &mut self.picks);
+        probe.arm(&self.picks)?;
+        wait(self.window);
+        self.touched.clear();
+        self.touched.resize(self.picks.len(), false);
+        probe.touched(&self.picks, &mut self.touched)?;
+        self.regions.record(&self.touched);
+        for (&page, &hit) in self.picks.iter().zip(&self.touched) {
+            let frame = (page / self.pages_per_frame) as usize;
+            if let (Some(l), Some(h)) = (
+                self.counts.looks.get_mut(frame),
+                self.counts.hits.get_mut(frame),
+            ) {
+                // A full count stops both, so the ratio stays right.
+                if *l < u16::MAX {
+                    *l += 1;
+                    *h += u16::from(hit);
+                }
+            }
+        }
+        let hits = self.touched.iter().filter(|&&t| t).count() as u64;
+        self.report.windows += 1;
+        self.report.armed_pages += self.picks.len() as u64;
+        self.report.hits += hits;
+        if self.report.windows % AGGREGATION_WINDOWS == 0 {
+            self.aggregate();
+        }
+        Ok(())
+    }
+
+    fn aggregate(&mut self) {
+        let min = Duration::from_micros(u64::from(self.settings.min_window_us));
+        let max = Duration::from_micros(u64::from(self.settings.max_window_us));
+        match self.regions.hottest_ratio() {
+            Some(r) if r >= SATURATED => {
+                self.window = (self.window / 2).max(min);
+                self.report.saturated += 1;
+            }
+            Some(r) if r < STARVED => self.window = (self.window * 3 / 2).min(max),
+            _ => {}
+        }
+        self.regions.adapt(&mut self.rng);
+        self.report.window = self.window;
+        self.report.regions = self.regions.list().len();
+    }
+
+    /// The counts since the last call, zeroing them.
+    pub fn take_counts(&mut self) -> FrameCounts {
+        let frames = self.counts.looks.len();
+        std::mem::replace(
+            &mut self.counts,
+            FrameCounts {
+                looks: vec![0; frames],
+                hits: vec![0; frames],
+            },
+        )
+    }
+
+    /// Records the sampler thread's CPU time.
+    pub fn set_cpu_ns(&mut self, cpu_ns: u64) {
+        self.report.cpu_ns = cpu_ns;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::convert::Infallible;
+    use std::rc::Rc;
+
+    use super::*;
+
+    /// A simulated guest for tests: page `p` of frame `f` is touched in a
+    /// window of length `w` with probability `1 − e^(−rate(f) · w)`
+    /// (accesses as a Poisson process), decided by a fixed-seed generator.
+    struct SimulatedGuest {
+        rate_per_ms: Vec<f64>,
+        pages_per_frame: u64,
+        /// The window being waited, set by the wait callback.
+        armed_for: Rc<Cell<Duration>>,
+        rng: XorShift,
+        armed_per_window: Vec<usize>,
+    }
+
+    impl SimulatedGuest {
+        fn new(rate_per_ms: Vec<f64>) -> Self {
+            SimulatedGuest {
+                rate_per_ms,
+                pages_per_frame: 512,
+                armed_for: Rc::new(Cell::new(Duration::ZERO)),
+                rng: XorShift::new(3),
+                armed_per_window: Vec::new(),
+            }
+        }
+    }
+
+    impl PageProbe for SimulatedGuest {
+        type Error = Infallible;
+
+        fn arm(&mut self, pages: &[u64]) -> Result<(), Infallible> {
+            self.armed_per_window.push(pages.len());
+            Ok(())
+        }
+
+        fn touched(&mut self, pages: &[u64], touched: &mut [bool]) -> Result<(), Infallible> {
+            let ms = self.armed_for.get().as_secs_f64() * 1000.0;
+            for (t, &p) in touched.iter_mut().zip(pages) {
+                let rate = self.rate_per_ms[(p / self.pages_per_frame) as usize];
+                let chance = 1.0 - (-rate * ms).exp();
+                *t = (self.rng.below(1 << 20) as f64) < chance * f64::from(1 << 20);
+            }
+            Ok(())
+        }
+    }
+
+    fn run(sampler: &mut WindowSampler, guest: &mut SimulatedGuest, windows: usize) {
+        let clock = guest.armed_for.clone();
+        for _ in 0..windows {
+            sampler.run_window(guest, |w| clock.set(w)).unwrap();
+        }
+    }
+
+    fn settings() -> SamplingSettings {
+        SamplingSettings::default()
+    }
+
+    #[test]
+    fn saturation_is_detected_and_the_window_shrinks() {
+        // Every page touched a thousand times a millisecond: caught in
+        // every window however short, so the window shrinks to its floor.
+        let mut guest = SimulatedGuest::new(vec![1000.0; 256]);
+        let mut s = WindowSampler::new(256, 512, settings(), 1);
+        run(&mut s, &mut guest, 100);
+        assert_eq!(s.window(), Duration::from_micros(500));
+        assert!(s.report().saturated >= 4);
+    }
+
+    #[test]
+    fn an_idle_guest_gets_the_longest_window() {
+        let mut guest = SimulatedGuest::new(vec![0.0; 256]);
+        let mut s = WindowSampler::new(256, 512, settings(), 1);
+        run(&mut s, &mut guest, 50);
+        assert_eq!(s.window(), Duration::from_millis(10));
+        assert_eq!(s.report().hits, 0);
+    }
+
+    #[test]
+    fn the_budget_holds_whatever_the_guest_ram() {
+        // 128 MiB to 64 GiB of 2 MiB frames: never more pages per window
+        // than the budget affords, so never more per second.
+        let per_window = settings().max_regions() as usize;
+        for frames in [64, 2048, 32_768] {
+            let mut guest = SimulatedGuest::new(vec![0.01; frames]);
+            let mut s = WindowSampler::new(frames, 512, settings(), 1);
+            run(&mut s, &mut guest, 200);
+            let most = *guest.armed_per_window.iter().max().unwrap();
+            assert!(
+                most <= per_window,
+                "{frames} frames: {most} pages in a window"
+            );
+            assert_eq!(
+                s.report().armed_pages,
+                guest.armed_per_window.iter().sum::<usize>() as u64
+            );
+        }
+    }
+
+    #[test]
+    fn hit_ratios_order_frames_by_access_frequency() {
+        // Four bands of 64 frames, each ten times less often touched than
+        // the one before; the window adapts, the order must come out.
+        let rates: Vec<f64> = (0..256)
+            .map(|f| 1.0 / 10f64.powi((f / 64) as i32))
+            .collect();
+        let mut guest = SimulatedGuest::new(rates);
+        let mut s = WindowSampler::new(256, 512, settings(), 1);
+        run(&mut s, &mut guest, 500);
+        let c = s.take_counts();
+        let band = |b: usize| {
+            let (l, h) = (b * 64..(b + 1) * 64).fold((0u64, 0u64), |(l, h), f| {
+                (l + u64::from(c.looks[f]), h + u64::from(c.hits[f]))
+            });
+            assert!(l > 0, "band {b} never looked at");
+            h as f64 / l as f64
+        };
+        let ratios: Vec<f64> = (0..4).map(band).collect();
+        assert!(
+            ratios.windows(2).all(|w| w[0] > w[1]),
+            "hit ratios by band: {ratios:?}"
+        );
+        assert_eq!(
+            s.take_counts()
+                .looks
+                .iter()
+                .map(|&l| u64::from(l))
+                .sum::<u64>(),
+            0
+        );
+    }
+}

@@ -1,0 +1,102 @@
+//! What the engine costs and what it estimates it gives, side by side:
+//! the tracker's sampling (budget, pages armed, the write faults they
+//! caused, its thread's CPU), the engine thread's CPU, the guest's write
+//! stalls in migrations and the bytes moved, against the share of the
+//! estimated accesses that land on the fast tier.
+
+use serde::{Deserialize, Serialize};
+
+use access_track::SamplerReport;
+
+/// The engine's cost and benefit, totals since it started.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineCost {
+    /// The tracker's sampling budget in pages armed per second; `None` for
+    /// a tracker without a windowed sampler.
+    pub budget_pages_per_sec: Option<u32>,
+    /// Pages the sampler armed.
+    pub armed_pages: u64,
+    /// Armed pages the guest touched in their window: each cost the guest
+    /// one fault (a write fault under the dirty log).
+    pub armed_hits: u64,
+    /// Windows the sampler ran.
+    pub windows: u64,
+    /// The sampler's window now, in microseconds.
+    pub window_us: u64,
+    /// The sampler's regions now.
+    pub regions: u64,
+    /// CPU time of the sampler's thread, in microseconds.
+    pub sampler_cpu_us: u64,
+    /// Sampler CPU per armed page, in nanoseconds (`None` before any).
+    pub cpu_ns_per_armed_page: Option<f64>,
+    /// CPU time of the engine's own thread, in microseconds.
+    pub engine_cpu_us: u64,
+    /// Time guest writers waited on migrations, summed, in microseconds.
+    pub write_stall_us: u64,
+    /// Bytes migrated, both ways.
+    pub bytes_moved: u64,
+    /// The benefit as the engine estimates it: the share of all heat
+    /// (estimated accesses) held by frames on the fast tier after the
+    /// last interval, in `[0, 1]`; `None` before any heat.
+    pub fast_heat_share: Option<f64>,
+}
+
+impl EngineCost {
+    /// Takes in the sampler's totals.
+    pub(crate) fn sampled(&mut self, report: Option<SamplerReport>) {
+        let Some(r) = report else {
+            self.budget_pages_per_sec = None;
+            return;
+        };
+        self.budget_pages_per_sec = Some(r.budget_pages_per_sec);
+        self.armed_pages = r.armed_pages;
+        self.armed_hits = r.hits;
+        self.windows = r.windows;
+        self.window_us = u64::try_from(r.window.as_micros()).unwrap_or(u64::MAX);
+        self.regions = r.regions as u64;
+        self.sampler_cpu_us = r.cpu_ns / 1000;
+        self.cpu_ns_per_armed_page =
+            (r.armed_pages > 0).then(|| r.cpu_ns as f64 / r.armed_pages as f64);
+    }
+
+    /// The share of `heat` on frames whose `tier` is the fast one (0).
+    pub(crate) fn fast_share(heat: &[f64], tier: &[usize]) -> Option<f64> {
+        let (fast, all) = heat
+            .iter()
+            .zip(tier)
+            .fold((0.0, 0.0), |(fast, all), (&h, &t)| {
+                (if t == 0 { fast + h } else { fast }, all + h)
+            });
+        (all > 0.0).then(|| fast / all)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn the_fast_share_counts_heat_on_tier_zero() {
+        assert_eq!(EngineCost::fast_share(&[3.0, 1.0], &[0, 1]), Some(0.75));
+        assert_eq!(EngineCost::fast_share(&[0.0, 0.0], &[0, 1]), None);
+    }
+
+    #[test]
+    fn sampler_totals_give_the_cost_per_armed_page() {
+        let mut c = EngineCost::default();
+        c.sampled(Some(SamplerReport {
+            budget_pages_per_sec: 100,
+            armed_pages: 1000,
+            cpu_ns: 2_000_000,
+            window: Duration::from_millis(2),
+            ..SamplerReport::default()
+        }));
+        assert_eq!(c.cpu_ns_per_armed_page, Some(2000.0));
+        assert_eq!((c.window_us, c.sampler_cpu_us), (2000, 2000));
+        c.sampled(None);
+        assert_eq!(c.budget_pages_per_sec, None);
+    }
+}
