@@ -6,10 +6,11 @@
 //! pages, so each frame of a region, and each page of a frame, is equally
 //! likely to be looked at and per-frame estimates stay unbiased whatever
 //! the region sizes. After each aggregation (a fixed number of windows)
-//! neighbouring regions whose hit ratios agree are merged and every region
-//! is split in two at a random frame while there are fewer than half the
-//! regions the budget affords: regions stay small where heat changes and
-//! grow where it agrees, so the samples go where they tell most.
+//! neighbouring regions whose hit ratios agree are merged, and the largest
+//! regions are split in two at a random frame until there are as many as
+//! the budget affords: regions stay small where heat changes and grow
+//! where it agrees, so the samples go where they tell most, and a hot spot
+//! inside a large region is found when the region's turn to split comes.
 
 use crate::xorshift::XorShift;
 
@@ -53,7 +54,7 @@ pub(crate) struct Regions {
 impl Regions {
     /// `frames` frames of `pages_per_frame` pages, in at most `max` regions
     /// (at least `min` while there are that many frames), starting with
-    /// `min` equal ones.
+    /// `max` equal ones.
     pub fn new(frames: usize, pages_per_frame: u64, min: usize, max: usize) -> Self {
         let max = max.max(1).min(frames.max(1));
         let min = min.clamp(1, max);
@@ -65,10 +66,10 @@ impl Regions {
             max,
         };
         if frames > 0 {
-            regions.list = (0..min)
+            regions.list = (0..max)
                 .map(|i| Region {
-                    start: i * frames / min,
-                    end: (i + 1) * frames / min,
+                    start: i * frames / max,
+                    end: (i + 1) * frames / max,
                     looks: 0,
                     hits: 0,
                 })
@@ -115,8 +116,8 @@ impl Regions {
         Some(ratios[..top].iter().sum::<f64>() / top as f64)
     }
 
-    /// Ends an aggregation: merges neighbours that agree, splits while
-    /// there are fewer than half of `max` regions, and zeroes the counts.
+    /// Ends an aggregation: merges neighbours that agree, splits the
+    /// largest regions up to `max`, and zeroes the counts.
     pub fn adapt(&mut self, rng: &mut XorShift) {
         self.merge();
         self.split(rng);
@@ -150,22 +151,31 @@ impl Regions {
     }
 
     fn split(&mut self, rng: &mut XorShift) {
-        if self.list.len() * 2 > self.max {
-            return;
-        }
-        let mut room = self.max - self.list.len();
-        let mut split = Vec::with_capacity(self.list.len() * 2);
-        for r in self.list.drain(..) {
-            if room > 0 && r.frames() >= 2 {
-                let at = r.start + 1 + rng.below(r.frames() as u64 - 1) as usize;
-                split.push(Region { end: at, ..r });
-                split.push(Region { start: at, ..r });
-                room -= 1;
-            } else {
-                split.push(r);
+        // Passes that each split the largest regions in two, until the
+        // budget's regions are reached or every region is one frame.
+        while self.list.len() < self.max {
+            let room = self.max - self.list.len();
+            let mut sizes: Vec<usize> = self.list.iter().map(Region::frames).collect();
+            sizes.sort_unstable_by(|a, b| b.cmp(a));
+            if sizes.first().is_none_or(|&largest| largest < 2) {
+                return;
             }
+            // Regions at least this large are split in this pass.
+            let cut = sizes[room.min(sizes.len()) - 1].max(2);
+            let mut left = room;
+            let mut split = Vec::with_capacity(self.list.len() + room);
+            for r in self.list.drain(..) {
+                if left > 0 && r.frames() >= cut {
+                    let at = r.start + 1 + rng.below(r.frames() as u64 - 1) as usize;
+                    split.push(Region { end: at, ..r });
+                    split.push(Region { start: at, ..r });
+                    left -= 1;
+                } else {
+                    split.push(r);
+                }
+            }
+            self.list = split;
         }
-        self.list = split;
     }
 }
 
@@ -189,7 +199,7 @@ mod tests {
         let mut rng = XorShift::new(7);
         let mut out = Vec::new();
         r.pick(&mut rng, &mut out);
-        assert_eq!(out.len(), 10);
+        assert_eq!(out.len(), 50);
         for (page, region) in out.iter().zip(r.list()) {
             let frame = (page / 512) as usize;
             assert!((region.start..region.end).contains(&frame));
