@@ -194,7 +194,7 @@ impl Engine {
         control
             .commands
             .send(Command::Policy {
-                policy: policy.clone(),
+                policy: Box::new(policy.clone()),
                 tracker,
                 rebalance,
             })

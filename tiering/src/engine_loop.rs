@@ -31,7 +31,8 @@ pub(crate) enum Command {
     /// A new policy (already validated), its tracker if it changed, and a
     /// rebalance deadline if this is a rebalance.
     Policy {
-        policy: TieringPolicy,
+        /// Boxed: a policy is large and `Stop` is nothing.
+        policy: Box<TieringPolicy>,
         tracker: Option<Box<dyn AccessTracker>>,
         rebalance: Option<Duration>,
     },
@@ -133,7 +134,7 @@ impl EngineLoop {
                     rebalance,
                 }) => {
                     let interval_changed = policy.interval_ms != self.policy.interval_ms;
-                    self.apply(policy, tracker, rebalance);
+                    self.apply(*policy, tracker, rebalance);
                     if interval_changed {
                         next = Instant::now() + self.policy.interval();
                     }
@@ -235,8 +236,7 @@ impl EngineLoop {
         cost.bytes_moved += report.bytes;
         cost.write_stall_us += report.stalls.iter().map(|s| micros(*s)).sum::<u64>();
         cost.fast_heat_share = EngineCost::fast_share(self.heat.heats(), &after);
-        cost.engine_cpu_us =
-            access_track::thread_cpu_time().map_or(cost.engine_cpu_us, |t| micros(t));
+        cost.engine_cpu_us = access_track::thread_cpu_time().map_or(cost.engine_cpu_us, micros);
         self.stats.aborted += report.aborted as u64;
         if let Some(e) = outcome.errors().last() {
             self.stats.last_error = Some(error_chain(e));

@@ -312,9 +312,7 @@ mod tests {
     fn hit_ratios_order_frames_by_access_frequency() {
         // Four bands of 64 frames, each ten times less often touched than
         // the one before; the window adapts, the order must come out.
-        let rates: Vec<f64> = (0..256)
-            .map(|f| 1.0 / 10f64.powi((f / 64) as i32))
-            .collect();
+        let rates: Vec<f64> = (0..256).map(|f: i32| 1.0 / 10f64.powi(f / 64)).collect();
         let mut guest = SimulatedGuest::new(rates);
         let mut s = WindowSampler::new(256, 512, settings(), 1);
         run(&mut s, &mut guest, 500);
