@@ -360,17 +360,17 @@ pub fn sample_track_result() -> TrackResult {
 }
 
 /// A policy result of the quick settings (256 MiB guest, quota 25 %):
-/// hotset steady at 98 %, 95 % 2 s after the shift (0.4 s to converge),
-/// 8 MiB moved of 8 MiB needed; zipf steady at 96 %, 80 % after the shift
-/// (never converging), 12 MiB moved of 4 MiB needed.
+/// hotset at 1× steady at 98 %, 95 % 2 s after the shift (0.4 s to
+/// converge), 8 MiB moved of 8 MiB needed; zipf at 4× steady at 96 %, 80 %
+/// after the shift (never converging), 12 MiB moved of 4 MiB needed.
 pub fn sample_policy_result() -> PolicyResult {
     let settings = PolicySettings::new(true, None).unwrap();
-    let case = settings.cases[0].clone();
     let runs = [
-        ("hotset", 0.98, Some(0.95), Some(0.4), 8u64, 8u64),
-        ("zipf", 0.96, Some(0.80), None, 12, 4),
+        ("hotset", 0, 0.98, Some(0.95), Some(0.4), 8u64, 8u64),
+        ("zipf", 1, 0.96, Some(0.80), None, 12, 4),
     ]
-    .map(|(workload, steady, shift, convergence, moved, min)| {
+    .map(|(workload, case, steady, shift, convergence, moved, min)| {
+        let case = &settings.cases[case];
         let mib = 1u64 << 20;
         let phases = (0..2u64)
             .map(|phase| PhaseResult {
@@ -398,13 +398,13 @@ pub fn sample_policy_result() -> PolicyResult {
                 engine_hit: 0.9 * steady,
                 oracle_hit: 0.9,
                 ratio: Some(steady),
-                fast_frames: settings.quota_frames(&case),
+                fast_frames: settings.quota_frames(case),
             })
             .collect();
         RunResult {
             row: RunRow {
                 workload: workload.to_owned(),
-                args: settings.run.workload_args(workload),
+                args: settings.workload_args(case, workload),
                 mops: Some(10.0),
                 convergence_secs: convergence,
                 rates: (1..20)
@@ -416,8 +416,9 @@ pub fn sample_policy_result() -> PolicyResult {
             },
             tracker: case.tracker.clone(),
             quota_share: case.quota_share,
-            quota_bytes: settings.quota_bytes(&case),
-            quota_frames: settings.quota_frames(&case),
+            speed: case.speed,
+            quota_bytes: settings.quota_bytes(case),
+            quota_frames: settings.quota_frames(case),
             steady_ratio: Some(steady),
             shift_ratio: shift,
             moved_bytes: moved * mib,

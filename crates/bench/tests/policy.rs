@@ -2,7 +2,8 @@
 //! KVM with the tiering engine on, with a small guest (hidden `--bytes`)
 //! so it takes seconds. The targets are never asserted (they are what the
 //! suite measures); the structure of the results is: every workload,
-//! every phase, DRAM-hit ratios that are shares and never beat the
+//! every phase, at both emulated guest speeds (phases read on the
+//! emulated clock), DRAM-hit ratios that are shares and never beat the
 //! oracle, consistent byte counts, every output file.
 
 mod common;
@@ -33,17 +34,31 @@ fn quick_policy_suite_scores_every_workload_against_the_oracle() {
     };
     let settings = &result.settings;
     assert_eq!(settings.run.guest_bytes, 128 << 20);
-    let workloads: Vec<&str> = result
+    let workloads = &settings.run.workloads;
+    let runs: Vec<(&str, u32)> = result
         .runs
         .iter()
-        .map(|r| r.row.workload.as_str())
+        .map(|r| (r.row.workload.as_str(), r.speed))
         .collect();
-    assert_eq!(workloads, ["hotset", "zipf", "pmbench"]);
+    assert_eq!(
+        runs,
+        [
+            ("hotset", 1),
+            ("hotset", 4),
+            ("zipf", 1),
+            ("zipf", 4),
+            ("pmbench", 1),
+            ("pmbench", 4)
+        ]
+    );
     for r in &result.runs {
         let what = r.label();
         assert_eq!(r.quota_frames, 16, "{what}");
         let phases: Vec<u64> = r.phases.iter().map(|p| p.row.phase).collect();
         assert_eq!(phases, [0, 1], "{what}: a phase shift");
+        // s× longer in real time, a phase lasts its emulated length.
+        let length = r.phases[0].seconds / settings.run.phase_seconds;
+        assert!((0.8..1.5).contains(&length), "{what}: {:?}", r.phases[0]);
         assert!(!r.timeline.is_empty(), "{what}");
         for p in &r.timeline {
             assert!(
@@ -84,8 +99,8 @@ fn quick_policy_suite_scores_every_workload_against_the_oracle() {
     }
     let targets = &result.targets;
     for v in [&targets.steady, &targets.after_shift, &targets.bytes] {
-        assert_eq!(v.runs, 3);
-        assert_eq!(v.met, v.runs_met == 3);
+        assert_eq!(v.runs, 6);
+        assert_eq!(v.met, v.runs_met == 6);
     }
 
     let mut svgs: Vec<String> = fs::read_dir(&files.svg)
@@ -112,7 +127,8 @@ fn quick_policy_suite_scores_every_workload_against_the_oracle() {
 
     let markdown = fs::read_to_string(&files.md).unwrap();
     assert!(markdown.contains("### policy: "));
-    assert!(markdown.contains("| workload | tracker | quota | steady | after shift |"));
+    assert!(markdown.contains("| workload | tracker | quota | speed | steady | after shift |"));
+    assert!(markdown.contains("| hotset | dirty-log | 25% (32 MiB) | 4× |"));
 }
 
 #[test]

@@ -3,7 +3,12 @@
 //! ratio of every placement sample against it, steady state, the ratio
 //! after a shift, convergence time, bytes migrated against the minimum,
 //! guest throughput and the engine's counters. Boot and warm-up (before
-//! phase 0) are left out of everything.
+//! phase 0) are left out of everything. Every time is read on the case's
+//! emulated clock ([`RunClock`]): at speed s, the after-shift ratio is
+//! read `shift_window_secs` × s real seconds into a phase, steady state
+//! and convergence are judged over s× longer real spans, and all of them
+//! are reported in emulated seconds, comparable across speeds. Guest
+//! throughput stays what the real guest did (Mops per real second).
 
 use tiering::stats::IntervalRecord;
 use vmm::guest_state::PhaseReport;
@@ -12,8 +17,8 @@ use super::result::{PhaseResult, RunResult, TimePoint};
 use super::settings::{Case, PolicySettings, TARGET_AFTER_SHIFT};
 use crate::stats::{mean, ratio};
 use crate::suite_common::{
-    Analysis, GuestRun, PhaseOracle, PhaseRow, RunRow, Sample, ScoredRun, ScoredSample,
-    convergence_secs, engine_summary, longest_convergence, migration_rates, min_moves, phase_mops,
+    Analysis, GuestRun, PhaseOracle, PhaseRow, RunClock, RunRow, Sample, ScoredRun, ScoredSample,
+    convergence_secs, engine_summary, longest_convergence, min_moves, phase_mops,
 };
 
 impl Analysis for PolicySettings {
@@ -27,6 +32,10 @@ impl Analysis for PolicySettings {
 
     fn room(&self, case: &Case) -> usize {
         self.quota_frames(case)
+    }
+
+    fn speed(&self, case: &Case) -> u32 {
+        case.speed
     }
 
     fn point(s: ScoredSample<'_>) -> TimePoint {
@@ -48,7 +57,7 @@ impl Analysis for PolicySettings {
 /// The result of a run scored against its oracles: per phase, then over
 /// the phases after a shift.
 fn policy_result(settings: &PolicySettings, run: ScoredRun<'_, PolicySettings>) -> RunResult {
-    let (case, workload, trace, origin) = (run.case, run.workload, run.trace, run.origin);
+    let (case, workload, trace, clock) = (run.case, run.workload, run.trace, run.clock);
     let (quota, oracles, timeline) = (run.room, run.oracles, run.timeline);
     let mut phases = Vec::new();
     for (&phase, o) in &oracles {
@@ -56,25 +65,26 @@ fn policy_result(settings: &PolicySettings, run: ScoredRun<'_, PolicySettings>) 
             continue;
         };
         let points: Vec<&TimePoint> = timeline.iter().filter(|p| p.phase == phase).collect();
+        let start_secs = clock.secs(start);
         let end = trace
             .phase_starts
             .get(&(phase + 1))
-            .copied()
-            .or_else(|| points.last().map(|p| p.secs + origin))
-            .unwrap_or(start);
+            .map(|&end| clock.secs(end))
+            .or_else(|| points.last().map(|p| p.secs))
+            .unwrap_or(start_secs);
         phases.push(phase_result(
             settings,
             quota,
             PhaseSpan {
                 phase,
-                start: start - origin,
-                end: end - origin,
+                start: start_secs,
+                end,
             },
             o,
             &points,
             placement_at(&trace.samples, start),
             &trace.stats.recent,
-            origin,
+            clock,
             &trace.reports,
         ));
     }
@@ -87,13 +97,14 @@ fn policy_result(settings: &PolicySettings, run: ScoredRun<'_, PolicySettings>) 
     RunResult {
         row: RunRow {
             workload: workload.to_owned(),
-            args: settings.run.workload_args(workload),
+            args: settings.workload_args(case, workload),
             mops: mean(mops.iter().copied()),
             convergence_secs: longest_convergence(shifts.iter().map(|p| p.row.convergence_secs)),
-            rates: migration_rates(&trace.stats.recent, origin),
+            rates: clock.rates(&trace.stats.recent),
         },
         tracker: case.tracker.clone(),
         quota_share: case.quota_share,
+        speed: clock.speed,
         quota_bytes: settings.quota_bytes(case),
         quota_frames: quota,
         steady_ratio: mean(steady.iter().copied()),
@@ -113,7 +124,8 @@ fn policy_result(settings: &PolicySettings, run: ScoredRun<'_, PolicySettings>) 
     }
 }
 
-/// Where a phase lies on the run's clock (seconds since phase 0 began).
+/// Where a phase lies on the run's emulated clock (seconds since phase 0
+/// began).
 struct PhaseSpan {
     phase: u64,
     start: f64,
@@ -129,7 +141,7 @@ fn phase_result(
     points: &[&TimePoint],
     before: Option<&[u8]>,
     recent: &[IntervalRecord],
-    origin: f64,
+    clock: RunClock,
     reports: &[PhaseReport],
 ) -> PhaseResult {
     let since = |p: &TimePoint| p.secs - span.start;
@@ -152,7 +164,7 @@ fn phase_result(
     let moved_bytes = recent
         .iter()
         .filter(|r| {
-            let at = r.at_ms as f64 / 1e3 - origin;
+            let at = clock.ms_secs(r.at_ms);
             at >= span.start && at < span.end
         })
         .map(|r| r.bytes)
@@ -194,7 +206,7 @@ mod tests {
     use tiering::stats::MoveCount;
 
     use super::*;
-    use crate::suite_common::{AnalysisError, Trace, analyze};
+    use crate::suite_common::{AnalysisError, Trace, analyze, migration_rates};
     use crate::testing::hot_frame;
 
     const MIB: u64 = 1 << 20;
@@ -280,10 +292,7 @@ mod tests {
 
     #[test]
     fn ratios_follow_the_hot_frame_through_a_shift() {
-        let case = Case {
-            tracker: "dirty-log".to_owned(),
-            quota_share: 0.125,
-        };
+        let case = Case::new("dirty-log", 0.125, 1);
         let s = settings();
         let r = analyze(&s, &case, "hotset", &trace()).unwrap();
         assert_eq!(r.quota_frames, 1);
@@ -319,6 +328,62 @@ mod tests {
         assert_eq!(r.engine.intervals, 4);
     }
 
+    /// `trace` as a run 4× as long in real time records it: every time
+    /// (samples, phase starts, the engine's intervals) 4× later.
+    fn slowed(mut t: Trace, speed: u32) -> Trace {
+        let f = f64::from(speed);
+        for s in &mut t.samples {
+            s.at_secs *= f;
+        }
+        for start in t.phase_starts.values_mut() {
+            *start *= f;
+        }
+        for r in &mut t.stats.recent {
+            r.at_ms *= u64::from(speed);
+        }
+        t
+    }
+
+    #[test]
+    fn a_fast_guest_is_scored_on_its_emulated_clock() {
+        let s = settings();
+        let real = analyze(&s, &Case::new("dirty-log", 0.125, 1), "hotset", &trace()).unwrap();
+        let fast_case = Case::new("dirty-log", 0.125, 4);
+        let fast = analyze(&s, &fast_case, "hotset", &slowed(trace(), 4)).unwrap();
+        // Recorded 4× later in real time, every time lands where it did at
+        // 1×: phase 0 is 1 emulated s long, the after-shift ratio is read
+        // 0.5 emulated s (2 real s) into phase 1, convergence takes 0.3
+        // emulated s, rates are per emulated second.
+        assert_eq!(fast.speed, 4);
+        assert_eq!(fast.row.args, s.workload_args(&fast_case, "hotset"));
+        assert_eq!(fast.label(), "hotset, dirty-log, quota 12.5%, 4×");
+        assert!((fast.phases[0].seconds - 1.0).abs() < 1e-9);
+        assert!((fast.phases[1].row.start_secs - 1.0).abs() < 1e-9);
+        assert!((fast.row.convergence_secs.unwrap() - 0.3).abs() < 1e-9);
+        let comparable = |mut r: RunResult| {
+            r.speed = 1;
+            r.row.args.clear();
+            r
+        };
+        assert_eq!(comparable(fast), comparable(real));
+    }
+
+    #[test]
+    fn a_fast_guest_read_on_the_real_clock_would_miss_the_window() {
+        // The same slowed trace scored as a real guest: 0.5 s into phase 1
+        // the placement has not yet found frame 6 (it does at 1.2 real s).
+        let s = settings();
+        let r = analyze(
+            &s,
+            &Case::new("dirty-log", 0.125, 1),
+            "hotset",
+            &slowed(trace(), 4),
+        )
+        .unwrap();
+        assert_eq!(r.phases[1].window_ratio, Some(0.0));
+        assert!((r.phases[0].seconds - 4.0).abs() < 1e-9);
+    }
+
     #[test]
     fn the_first_interval_spans_from_the_engine_start() {
         // Phase 0 began 0.1 s after the engine; its first interval ended
@@ -336,10 +401,7 @@ mod tests {
 
     #[test]
     fn a_phase_that_never_converges_has_no_convergence_time() {
-        let case = Case {
-            tracker: "dirty-log".to_owned(),
-            quota_share: 0.125,
-        };
+        let case = Case::new("dirty-log", 0.125, 1);
         let mut t = trace();
         for s in &mut t.samples {
             s.tiers = vec![1, 0, 1, 1, 1, 1, 1, 1];
@@ -354,10 +416,7 @@ mod tests {
 
     #[test]
     fn no_phase_is_an_error() {
-        let case = Case {
-            tracker: "dirty-log".to_owned(),
-            quota_share: 0.125,
-        };
+        let case = Case::new("dirty-log", 0.125, 1);
         let mut t = trace();
         t.phase_starts.clear();
         assert!(matches!(

@@ -1,22 +1,19 @@
 //! The policy suite's pictures: per run, the engine's DRAM-hit ratio over
 //! time against the oracle's (and their ratio); per workload, the
-//! migration rate over time of every engine configuration.
+//! migration rate over time of every engine configuration. Times are the
+//! guest's emulated seconds.
 
 use std::path::{Path, PathBuf};
 
 use super::result::{PolicyResult, RunResult};
-use super::settings::{Case, TARGET_AFTER_SHIFT, TARGET_STEADY};
+use super::settings::{TARGET_AFTER_SHIFT, TARGET_STEADY, format_speed};
 use crate::palette::{ENGINE, ORACLE, RATIO, SERIES, TARGET, cycled};
 use crate::plot::{LineChart, PlotError, Series, Stroke, XAxis, YAxis};
 use crate::size::format_size;
 
 /// The file name of `run`'s DRAM-hit chart.
 pub fn hit_chart_name(run: &RunResult) -> String {
-    let case = Case {
-        tracker: run.tracker.clone(),
-        quota_share: run.quota_share,
-    };
-    format!("policy-hit-{}-{}.svg", run.row.workload, case.tag())
+    format!("policy-hit-{}-{}.svg", run.row.workload, run.case().tag())
 }
 
 /// Writes every run's DRAM-hit chart and every workload's migration-rate
@@ -61,12 +58,13 @@ pub fn hit_chart(run: &RunResult) -> LineChart {
     let x_range = x_range(run.timeline.iter().map(|p| p.secs));
     LineChart {
         title: format!(
-            "policy: DRAM-hit ratio, {} ({} quota = {})",
+            "policy: DRAM-hit ratio, {} ({} quota = {}, guest {})",
             run.row.workload,
             run.tracker,
-            format_size(run.quota_bytes)
+            format_size(run.quota_bytes),
+            format_speed(run.speed)
         ),
-        x_label: "seconds since phase 0 began (phases shift the hot set)".to_owned(),
+        x_label: "emulated seconds since phase 0 began (phases shift the hot set)".to_owned(),
         y_label: "share of accesses served from DRAM".to_owned(),
         x_range,
         x_axis: XAxis::WholeNumbers,
@@ -120,8 +118,8 @@ pub fn migration_chart(result: &PolicyResult, workload: &str) -> LineChart {
     let x_range = x_range(runs.iter().flat_map(|r| r.row.rates.iter().map(|p| p.secs)));
     LineChart {
         title: format!("policy: migration rate, {workload}"),
-        x_label: "seconds since phase 0 began".to_owned(),
-        y_label: "MB/s moved (promotions + demotions)".to_owned(),
+        x_label: "emulated seconds since phase 0 began".to_owned(),
+        y_label: "MB per emulated second moved (promotions + demotions)".to_owned(),
         x_range,
         x_axis: XAxis::WholeNumbers,
         y_axis: YAxis::LinearFromZero,
@@ -129,11 +127,7 @@ pub fn migration_chart(result: &PolicyResult, workload: &str) -> LineChart {
             .iter()
             .enumerate()
             .map(|(i, r)| Series {
-                label: format!(
-                    "{}, quota {}",
-                    r.tracker,
-                    crate::suite_common::format_share(r.quota_share)
-                ),
+                label: r.case().label(),
                 points: r.row.rates.iter().map(|p| (p.secs, p.mbps)).collect(),
                 color: cycled(&SERIES, i),
                 stroke: Stroke::Solid,
@@ -159,7 +153,7 @@ mod tests {
                 "oracle (top-Q frames)",
                 "engine placement",
                 "engine / oracle",
-                "steady target 95%",
+                "steady target 97%",
                 "after-shift target 90%"
             ]
         );
@@ -169,6 +163,16 @@ mod tests {
             hit_chart_name(&r.runs[0]),
             "policy-hit-hotset-dirty-log-q25.svg"
         );
+        assert!(chart.title.ends_with("guest 1×)"), "{}", chart.title);
+        assert!(chart.x_label.starts_with("emulated seconds"));
+        let fast = hit_chart(&r.runs[1]);
+        assert!(fast.title.ends_with("guest 4×)"), "{}", fast.title);
+        assert_eq!(
+            hit_chart_name(&r.runs[1]),
+            "policy-hit-zipf-dirty-log-q25-4x.svg"
+        );
+        let rates = migration_chart(&r, "zipf");
+        assert_eq!(rates.series[0].label, "dirty-log, quota 25%, 4×");
     }
 
     #[test]
@@ -184,7 +188,7 @@ mod tests {
             names,
             [
                 "policy-hit-hotset-dirty-log-q25.svg",
-                "policy-hit-zipf-dirty-log-q25.svg",
+                "policy-hit-zipf-dirty-log-q25-4x.svg",
                 "policy-migration-hotset.svg",
                 "policy-migration-zipf.svg"
             ]

@@ -1,10 +1,18 @@
 //! The `policy` suite: the tiering engine against the oracle.
 //!
-//! Each workload (`hotset`, `zipf`, `pmbench`, phased so the hot set
-//! shifts) runs in a fresh VM whose fast tier is the quota, with the
-//! engine on (`VmConfig.tiering`), once per engine configuration
-//! ([`Case`]: tracker and quota). The harness samples where every frame
-//! lies every 100 ms and, after the run, scores each sample against the
+//! Each workload (`hotset`, `zipf`, `pmbench`, in two or three phases so
+//! the hot set shifts: hotset moves its hot set, pmbench its center, and
+//! zipf's phases move its hot keys, the scatter of its records re-keyed
+//! per phase — though its records fill an eighth of the buffer, which
+//! every quota holds, so its hot frames stay put) runs in a fresh VM whose
+//! fast tier is the quota, with the engine on (`VmConfig.tiering`), once
+//! per engine configuration ([`Case`]: tracker, quota and the guest's
+//! emulated speed). A guest s× faster (speeds [`SPEEDS`]) is emulated by
+//! the engine's policy on a clock s× slower
+//! (`TieringPolicy::at_guest_speed`) and phases s× longer in real time,
+//! and its times are read and reported in emulated seconds. The harness
+//! samples where every frame lies every 100 emulated ms and, after the
+//! run, scores each sample against the
 //! oracle built from the payload's ground truth: the DRAM-hit ratio as a
 //! share of the oracle's, steady and after a shift, and the bytes the
 //! engine moved against the fewest that reach the oracle's placement.
@@ -30,8 +38,8 @@ pub use crate::suite_common::{
 pub use charts::{hit_chart, hit_chart_name, migration_chart, write_svgs};
 pub use result::{PhaseResult, PolicyResult, RunResult, Targets, TimePoint, Verdict, format_ratio};
 pub use settings::{
-    Case, PolicySettings, RUN_DEFAULTS, TARGET_AFTER_SHIFT, TARGET_BYTES_RATIO, TARGET_SHIFT_SECS,
-    TARGET_STEADY,
+    Case, PolicySettings, RUN_DEFAULTS, SPEEDS, TARGET_AFTER_SHIFT, TARGET_BYTES_RATIO,
+    TARGET_SHIFT_SECS, TARGET_STEADY, format_speed,
 };
 
 /// Why the policy suite failed: the suites' shared error.
@@ -46,7 +54,7 @@ pub fn vm_config(settings: &PolicySettings, case: &Case, args: &str) -> VmConfig
 }
 
 /// Runs `args` in a fresh VM under `case`, sampling the placement every
-/// `settings.run.sample_ms`.
+/// `settings.run.sample_ms` emulated (`case.speed` × as many real) ms.
 pub fn run_once(settings: &PolicySettings, case: &Case, args: &str) -> Result<Trace, RunError> {
     run_spec(&settings.run_spec(case), args)
 }
@@ -57,8 +65,8 @@ pub fn run(settings: PolicySettings) -> Result<PolicyResult, PolicySuiteError> {
     let bar = progress::bar("policy", total as u64);
     let mut runs = Vec::with_capacity(total);
     for workload in &settings.run.workloads {
-        let args = settings.run.workload_args(workload);
         for case in &settings.cases {
+            let args = settings.workload_args(case, workload);
             let label = case.label();
             bar.set_message(format!("{workload}, {label}"));
             let trace = run_once(&settings, case, &args);
@@ -82,10 +90,7 @@ mod tests {
     #[test]
     fn vm_config_gives_the_fast_tier_the_quota_and_runs_the_engine() {
         let settings = PolicySettings::new(true, None).unwrap();
-        let case = Case {
-            tracker: "combined".to_owned(),
-            quota_share: 0.25,
-        };
+        let case = Case::new("combined", 0.25, 1);
         let config = vm_config(&settings, &case, "hotset");
         assert_eq!(
             config.memory.tiers[0].size,

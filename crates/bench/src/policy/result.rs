@@ -5,7 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::settings::{
-    PolicySettings, TARGET_AFTER_SHIFT, TARGET_BYTES_RATIO, TARGET_SHIFT_SECS, TARGET_STEADY,
+    Case, PolicySettings, TARGET_AFTER_SHIFT, TARGET_BYTES_RATIO, TARGET_SHIFT_SECS, TARGET_STEADY,
+    format_speed, real_speed,
 };
 use crate::size::format_size;
 use crate::suite_common::rows::{self, KeyedRun, PhaseRow, RunRow, SuiteTables};
@@ -24,17 +25,23 @@ pub struct PolicyResult {
     pub targets: Targets,
 }
 
-/// One workload under one engine configuration.
+/// One workload under one engine configuration. Times (convergence,
+/// phases, the timeline, migration rates) are in the guest's emulated
+/// seconds; throughput is the real guest's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
-    /// Workload, payload string, throughput, convergence and migration
-    /// rates (flattened: the JSON keeps its keys).
+    /// Workload, payload string (phases in real seconds), throughput,
+    /// convergence and migration rates (MB per emulated second)
+    /// (flattened: the JSON keeps its keys).
     #[serde(flatten)]
     pub row: RunRow,
     /// The engine's tracker.
     pub tracker: String,
     /// Fast-tier quota as a share of guest RAM.
     pub quota_share: f64,
+    /// The guest's emulated speed (1 = real).
+    #[serde(default = "real_speed")]
+    pub speed: u32,
     /// Fast-tier quota, bytes.
     pub quota_bytes: u64,
     /// Fast-tier quota, frames (the oracle's Q).
@@ -103,7 +110,7 @@ pub struct TimePoint {
 /// The issue's targets against every run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Targets {
-    /// Steady-state DRAM-hit ratio ≥ 95 % of the oracle's.
+    /// Steady-state DRAM-hit ratio ≥ 97 % of the oracle's.
     pub steady: Verdict,
     /// ≥ 90 % of the oracle's within 3 s of a phase shift.
     pub after_shift: Verdict,
@@ -223,14 +230,14 @@ impl RunResult {
         }
     }
 
-    /// `hotset, dirty-log, quota 25%`.
+    /// The engine configuration it ran under.
+    pub fn case(&self) -> Case {
+        Case::new(&self.tracker, self.quota_share, self.speed)
+    }
+
+    /// `hotset, dirty-log, quota 25%, 4×`.
     pub fn label(&self) -> String {
-        format!(
-            "{}, {}, quota {}",
-            self.row.workload,
-            self.tracker,
-            format_share(self.quota_share)
-        )
+        format!("{}, {}", self.row.workload, self.case().label())
     }
 }
 
@@ -263,7 +270,9 @@ impl PolicyResult {
             format!(
                 "steady = mean ratio over the second half of each phase, averaged over phases; \
                  after shift = the lowest ratio {} s into a phase ≥ 1; convergence = the longest \
-                 time from a phase ≥ 1 beginning to the ratio first reaching {}",
+                 time from a phase ≥ 1 beginning to the ratio first reaching {}; all times in the \
+                 guest's emulated seconds (s× real ones at speed s×, migration rates in MB per \
+                 emulated second); Mops/s are the real guest's",
                 self.settings.shift_window_secs,
                 format_share(TARGET_AFTER_SHIFT)
             ),
@@ -291,6 +300,7 @@ impl SuiteTables for PolicyResult {
                 &["workload", "tracker"],
                 &[
                     "quota",
+                    "speed",
                     "steady",
                     "after shift",
                     "convergence",
@@ -310,6 +320,7 @@ impl SuiteTables for PolicyResult {
                         format_share(r.quota_share),
                         format_size(r.quota_bytes)
                     ),
+                    format_speed(r.speed),
                     format_ratio(r.steady_ratio),
                     format_ratio(r.shift_ratio),
                     rows::format_secs(r.row.convergence_secs),
@@ -394,6 +405,7 @@ impl KeyedRun for RunResult {
         ("workload", Align::Left),
         ("tracker", Align::Left),
         ("quota", Align::Right),
+        ("speed", Align::Right),
     ];
 
     fn key(&self) -> Vec<String> {
@@ -401,6 +413,7 @@ impl KeyedRun for RunResult {
             self.row.workload.clone(),
             self.tracker.clone(),
             format_share(self.quota_share),
+            format_speed(self.speed),
         ]
     }
 
@@ -417,16 +430,23 @@ mod tests {
     #[test]
     fn targets_name_the_worst_run() {
         let r = sample_policy_result();
-        assert!(r.targets.steady.met, "{:?}", r.targets);
+        // zipf's 96 % steady state kept the old 95 % bound, not 97 %.
+        assert!(!r.targets.steady.met, "{:?}", r.targets);
+        assert_eq!(r.targets.steady.bound, 0.97);
+        assert_eq!(r.targets.steady.runs_met, 1);
         assert!(!r.targets.after_shift.met);
         assert_eq!(
             r.targets.after_shift.worst_run.as_deref(),
-            Some("zipf, dirty-log, quota 25%")
+            Some("zipf, dirty-log, quota 25%, 4×")
         );
         assert!(!r.targets.bytes.met);
         assert_eq!(r.targets.bytes.worst, Some(3.0));
         let lines = r.targets.describe(3.0);
-        assert!(lines[0].contains("— met (2 of 2 runs)"), "{lines:?}");
+        assert!(lines[0].contains("≥ 97% of the oracle's"), "{lines:?}");
+        assert!(
+            lines[0].contains("NOT MET (1 of 2 runs); worst 96.0% (zipf"),
+            "{lines:?}"
+        );
         assert!(
             lines[1].contains("NOT MET (1 of 2 runs); worst 80.0% (zipf"),
             "{lines:?}"
@@ -464,10 +484,15 @@ mod tests {
         assert_eq!(tables[2].rows().len(), 2);
         let row = &tables[0].rows()[0];
         assert_eq!(row[2], "25% (64 MiB)");
-        assert_eq!(row[3], "98.0%");
-        assert_eq!(row[5], "0.4 s");
-        assert_eq!(row[8], "1.00×");
-        assert_eq!(tables[0].rows()[1][5], "never");
-        assert_eq!(tables[1].headers()[7], "at 1.8 s");
+        assert_eq!(row[3], "1×");
+        assert_eq!(row[4], "98.0%");
+        assert_eq!(row[6], "0.4 s");
+        assert_eq!(row[9], "1.00×");
+        assert_eq!(tables[0].rows()[1][3], "4×");
+        assert_eq!(tables[0].rows()[1][6], "never");
+        assert_eq!(tables[1].headers()[3], "speed");
+        assert_eq!(tables[1].headers()[8], "at 1.8 s");
+        assert_eq!(tables[1].rows()[2][..4], ["zipf", "dirty-log", "25%", "4×"]);
+        assert_eq!(tables[2].rows()[1][3], "4×");
     }
 }

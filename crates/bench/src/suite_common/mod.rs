@@ -5,8 +5,8 @@
 //! truth and engine counters read afterwards), the payload's workload
 //! string, quotas in whole frames, each phase's oracle and the DRAM-hit
 //! arithmetic on it ([`phase_oracles`], [`dram_hit`]), the analysis
-//! skeleton that scores every sample ([`Analysis`], [`analyze`]), the
-//! result rows and tables ([`rows`]), what else a run
+//! skeleton that scores every sample ([`Analysis`], [`analyze`]) on the
+//! run's emulated clock ([`RunClock`]), the result rows and tables ([`rows`]), what else a run
 //! is scored by (throughput, convergence, the engine's counters and
 //! migration rate), the error of one
 //! run and its scoring ([`CaseError`], [`run_case`]) and of a whole suite
@@ -14,6 +14,7 @@
 //! are printed. What each suite measures, scores, reports and draws stays
 //! in the suite.
 
+mod clock;
 mod guest;
 mod guest_run;
 mod metrics;
@@ -27,6 +28,7 @@ use thiserror::Error;
 
 use oracle::{Oracle, OracleError};
 
+pub use clock::RunClock;
 pub use guest::{RunError, RunSpec, Sample, Trace, run_spec, spec_config};
 pub use guest_run::{
     FRAME_SIZE, FULL_GUEST, FULL_PHASE_SECS, FULL_PHASES, GuestRun, MIN_GUEST, QUICK_PHASES,
@@ -90,7 +92,7 @@ pub fn phase_oracles(
 /// against it.
 #[derive(Debug, Clone, Copy)]
 pub struct ScoredSample<'a> {
-    /// Seconds after phase 0 began.
+    /// Seconds after phase 0 began, on the run's emulated clock.
     pub secs: f64,
     /// The phase running.
     pub phase: u64,
@@ -103,8 +105,8 @@ pub struct ScoredSample<'a> {
 }
 
 /// What a suite's analysis of one run differs in: its configurations,
-/// the oracle's room under one, how it keeps a scored sample, and the
-/// result it builds. [`analyze`] is the skeleton around them.
+/// the oracle's room and the guest's emulated speed under one, how it
+/// keeps a scored sample, and the result it builds. [`analyze`] is the skeleton around them.
 pub trait Analysis {
     /// One configuration of a run.
     type Case;
@@ -116,6 +118,13 @@ pub trait Analysis {
     fn guest_run(&self) -> &GuestRun;
     /// Frames the fast tier may hold under `case`: the oracle's room.
     fn room(&self, case: &Self::Case) -> usize;
+    /// How many times faster than real the guest under `case` is
+    /// emulated (`tiering::TieringPolicy::at_guest_speed`): the run's
+    /// results are in emulated seconds ([`RunClock`]). 1 unless the suite
+    /// says otherwise.
+    fn speed(&self, _case: &Self::Case) -> u32 {
+        1
+    }
     /// The suite's point for a scored sample.
     fn point(sample: ScoredSample<'_>) -> Self::Point;
     /// The run's result from its scored trace.
@@ -132,8 +141,9 @@ pub struct ScoredRun<'a, S: Analysis + ?Sized> {
     pub trace: &'a Trace,
     /// Frames the fast tier may hold: the oracle's room.
     pub room: usize,
-    /// When phase 0 began, on the trace's clock.
-    pub origin: f64,
+    /// When phase 0 began on the trace's clock, and the guest's emulated
+    /// speed: real times to the result's seconds.
+    pub clock: RunClock,
     /// The oracle of every phase with ground truth.
     pub oracles: BTreeMap<u64, PhaseOracle>,
     /// One point per sample inside a phase with an oracle, in time order.
@@ -145,7 +155,7 @@ impl<S: Analysis + ?Sized> fmt::Debug for ScoredRun<'_, S> {
         f.debug_struct("ScoredRun")
             .field("workload", &self.workload)
             .field("room", &self.room)
-            .field("origin", &self.origin)
+            .field("clock", &self.clock)
             .field("oracles", &self.oracles)
             .finish_non_exhaustive()
     }
@@ -154,7 +164,8 @@ impl<S: Analysis + ?Sized> fmt::Debug for ScoredRun<'_, S> {
 /// Builds the result of `workload` under `case` from its trace: every
 /// sample taken inside a phase is scored against that phase's oracle
 /// ([`phase_oracles`], [`dram_hit`]) and made one of the suite's points,
-/// and the suite builds its result from them.
+/// at its time on the case's emulated clock ([`Analysis::speed`]), and
+/// the suite builds its result from them.
 pub fn analyze<S: Analysis>(
     settings: &S,
     case: &S::Case,
@@ -163,6 +174,7 @@ pub fn analyze<S: Analysis>(
 ) -> Result<S::Run, AnalysisError> {
     let room = settings.room(case);
     let (origin, oracles) = phase_oracles(trace, settings.guest_run().frame_size, room)?;
+    let clock = RunClock::new(origin, settings.speed(case));
     let timeline = trace
         .samples
         .iter()
@@ -170,7 +182,7 @@ pub fn analyze<S: Analysis>(
             let phase = s.phase?;
             let oracle = oracles.get(&phase)?;
             Some(S::point(ScoredSample {
-                secs: s.at_secs - origin,
+                secs: clock.secs(s.at_secs),
                 phase,
                 hit: dram_hit(&oracle.access, &s.tiers),
                 oracle,
@@ -183,7 +195,7 @@ pub fn analyze<S: Analysis>(
         workload,
         trace,
         room,
-        origin,
+        clock,
         oracles,
         timeline,
     }))

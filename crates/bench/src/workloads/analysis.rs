@@ -49,7 +49,7 @@ fn workloads_result(
     settings: &WorkloadsSettings,
     run: ScoredRun<'_, WorkloadsSettings>,
 ) -> RunResult {
-    let (case, workload, trace, origin) = (run.case, run.workload, run.trace, run.origin);
+    let (case, workload, trace, origin) = (run.case, run.workload, run.trace, run.clock.origin);
     let (room, oracles, timeline) = (run.room, run.oracles, run.timeline);
     let phases: Vec<PhaseResult> = oracles
         .iter()
