@@ -210,7 +210,7 @@ mod tests {
             [
                 "hotset, dirty-log every 200 ms",
                 "zipf, dirty-log every 200 ms",
-                "target: 97% (≤ 3% slower)"
+                "target: 98% (≤ 2% slower)"
             ]
         );
         let hotset = &chart.series[0].points;

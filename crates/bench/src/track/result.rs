@@ -9,7 +9,9 @@ use super::format::{format_guest, format_interval, format_percent, format_us};
 use super::guest::RunMeasurement;
 use super::heat::HeatSizeResult;
 use super::paired_result::{PairedResult, format_slowdown, paired_cpu_table, paired_table};
-use super::settings::{TARGET_MAX_SLOWDOWN, TrackSettings, Variant};
+use super::settings::{
+    TARGET_MAX_SLOWDOWN, TARGET_MAX_UPPER, TARGET_TRACKER, TrackSettings, Variant,
+};
 use crate::size::format_size;
 use crate::stats::{median, ratio, relative_spread};
 use crate::table::{Align, RowWidthError, Table};
@@ -238,11 +240,12 @@ impl TrackerResult {
 }
 
 impl SlowdownTarget {
-    /// Judges the `paired` runs against the issue-4 target; the untracked
-    /// `fresh` runs give the run-to-run noise between VMs.
+    /// Judges the default tracker's `paired` runs against the issue-24
+    /// target (mean and 95 % upper bound); the untracked `fresh` runs give
+    /// the run-to-run noise between VMs.
     pub fn judge(paired: &[PairedResult], fresh: &[WorkloadResult]) -> Self {
         let mut per_interval: Vec<IntervalVerdict> = Vec::new();
-        for p in paired {
+        for p in paired.iter().filter(|p| p.tracker == TARGET_TRACKER) {
             let verdict = match per_interval
                 .iter()
                 .position(|v| v.interval_ms == p.interval_ms)
@@ -270,7 +273,7 @@ impl SlowdownTarget {
             };
             let bound = judged.slowdown + judged.margin.unwrap_or(f64::INFINITY);
             verdict.met &= judged.slowdown <= TARGET_MAX_SLOWDOWN;
-            verdict.shown &= bound <= TARGET_MAX_SLOWDOWN;
+            verdict.shown &= bound <= TARGET_MAX_UPPER;
             if verdict
                 .worst_bound
                 .as_ref()
@@ -578,7 +581,7 @@ mod tests {
     #[test]
     fn target_names_the_worst_tracker() {
         let r = sample_track_result();
-        assert!(r.target.met && !r.target.shown, "{:?}", r.target);
+        assert!(!r.target.met && !r.target.shown, "{:?}", r.target);
         let [verdict] = r.target.per_interval.as_slice() else {
             panic!("{:?}", r.target);
         };
@@ -591,10 +594,7 @@ mod tests {
         );
         let lines = r.target.describe();
         assert!(
-            lines[0].contains(
-                "same VMs — met by every mean, not shown beyond noise: largest 2.5% ± 6.4% \
-                 (dirty-log, hotset)"
-            ),
+            lines[0].contains("MISSED: largest 2.5% ± 6.4% (dirty-log, hotset)"),
             "{lines:?}"
         );
         assert!(lines[1].contains("differ by up to 0.0%"), "{lines:?}");
@@ -609,7 +609,16 @@ mod tests {
             "{:?}",
             target.describe()
         );
-        let mut tight = r.paired.clone();
+        let mut wide = r.paired.clone();
+        for p in &mut wide {
+            p.slowdown = Some(0.01);
+        }
+        let target = SlowdownTarget::judge(&wide, &r.workloads);
+        assert!(
+            target.met && !target.shown,
+            "12.7 % reaches past 4 %: {target:?}"
+        );
+        let mut tight = wide.clone();
         for p in &mut tight {
             p.margin = Some(0.001);
         }
