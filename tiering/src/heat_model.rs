@@ -74,11 +74,14 @@ pub enum HeatError {
 ///   average: the number of the frame's pages touched per interval, in
 ///   `[0, pages_per_frame]`);
 ///
-/// * variance ← variance × decay² + scale² × (`read_weight`² × read +
-///   `write_weight`² × written): the heat's sampling variance, counting
-///   each observed page as a Poisson event (an upper bound of the
-///   binomial's), which the planner's significance test reads
-///   ([`heat_sd`](HeatModel::heat_sd));
+/// * variance ← variance × decay² + scale² × n × (`read_weight`² ×
+///   p̃_read (1 − p̃_read) + `write_weight`² × p̃_written (1 −
+///   p̃_written)), with n the pages (or page-windows) observed and p̃ =
+///   (count + ½) / (n + 1): the heat's binomial sampling variance, which
+///   the planner's significance test reads ([`heat_sd`](HeatModel::heat_sd)).
+///   The half-count keeps a frame seen in few windows uncertain even when
+///   every look agreed, and a frame whose pages are caught in every window
+///   (saturated) certain once it was looked at often;
 ///
 /// with decay = 2^(−interval / half-life). A frame the tracker did not
 /// observe at all in an interval keeps both values: its unseen interval is
@@ -295,8 +298,12 @@ impl Step {
         let written = f64::from(dirty).min(observed);
         let touched = f64::from(touched).min(observed);
         let evidence = self.read_weight * read + self.write_weight * written;
-        let spread = self.read_weight * self.read_weight * read
-            + self.write_weight * self.write_weight * written;
+        let binomial = |count: f64| {
+            let p = (count + 0.5) / (observed + 1.0);
+            observed * p * (1.0 - p)
+        };
+        let spread = self.read_weight * self.read_weight * binomial(read)
+            + self.write_weight * self.write_weight * binomial(written);
         *heat = *heat * self.decay + scale * evidence;
         *var = *var * self.decay_sq + scale * scale * spread;
         *hot = *hot * self.decay + self.gain * (scale * touched);

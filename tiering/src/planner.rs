@@ -77,9 +77,17 @@ pub struct Plan {
 }
 
 /// The threshold and the promotion candidates above it (hottest first, at
-/// most `promote_budget`), and how many passed before the cut.
+/// most `promote_budget`), and how many passed before the cut. A candidate
+/// must also have been seen accessed beyond chance: heat above
+/// `significance` standard deviations, so a frame with a stray hit or two
+/// is not copied into free quota.
 fn candidates(input: &PlanInput<'_>) -> (f64, Vec<usize>, usize) {
-    let movable_slow = |f: usize| input.tier[f] != 0 && !input.pinned[f] && !input.cooling[f];
+    let movable_slow = |f: usize| {
+        input.tier[f] != 0
+            && !input.pinned[f]
+            && !input.cooling[f]
+            && input.heat[f] > input.significance * input.variance[f].sqrt()
+    };
     let base = match input.threshold {
         Threshold::Manual { heat } => heat,
         Threshold::Auto => {
