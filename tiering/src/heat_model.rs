@@ -7,6 +7,8 @@
 //! frames) update in about 1 ms (full coverage) to 2 ms (sampled) on one
 //! core (`cargo bench -p tiering`).
 
+use std::time::Duration;
+
 use thiserror::Error;
 
 use access_track::{AccessSample, Coverage, MAX_PAGES_PER_FRAME, SampleError};
@@ -84,9 +86,15 @@ pub enum HeatError {
 ///   (saturated) certain once it was looked at often;
 ///
 /// with decay = 2^(−interval / half-life). A frame the tracker did not
-/// observe at all in an interval keeps both values: its unseen interval is
-/// assumed to have gone like the ones before, so rotating samplers do not
-/// cool frames merely for not looking at them.
+/// observe at all in an interval keeps its values: nothing is known of it,
+/// so rotating samplers and large sampling regions do not cool frames
+/// merely for not looking at them. When it is observed again after `g`
+/// unseen seconds, the unseen time is taken to have gone like the interval
+/// now observed: the old values decay over `g + interval` and the new
+/// evidence counts for every interval of it (weight `(1 − decay_g) / (1 −
+/// decay)`, its variance by the square: one observation, not several), so
+/// a frame seen rarely follows a change as fast as one seen every
+/// interval.
 #[derive(Clone, Debug)]
 pub struct HeatModel {
     config: HeatSettings,
@@ -94,6 +102,9 @@ pub struct HeatModel {
     heat: Vec<f64>,
     variance: Vec<f64>,
     hot_pages: Vec<f64>,
+    /// Seconds since each frame was last observed (0 when it was observed
+    /// in the last update).
+    unseen: Vec<f32>,
     /// `pages_per_frame / n` for `n` observed pages (index 0 unused), so
     /// sampled updates multiply instead of divide.
     scale_of_observed: Vec<f64>,
@@ -126,6 +137,7 @@ impl HeatModel {
             heat: vec![0.0; frames],
             variance: vec![0.0; frames],
             hot_pages: vec![0.0; frames],
+            unseen: vec![0.0; frames],
             scale_of_observed,
             updates: 0,
         })
@@ -152,34 +164,47 @@ impl HeatModel {
             .iter_mut()
             .zip(self.variance.iter_mut())
             .zip(self.hot_pages.iter_mut())
+            .zip(self.unseen.iter_mut())
             .zip(sample.accessed.iter().zip(&sample.dirty));
+        let interval = sample.interval.as_secs_f32();
         match &sample.coverage {
             Coverage::Full => {
-                for (((heat, var), hot), (&accessed, &dirty)) in frames {
-                    step.apply([heat, var, hot], accessed, dirty, step.pages, 1.0);
+                for ((((heat, var), hot), unseen), (&accessed, &dirty)) in frames {
+                    let pace = step.pace(std::mem::take(unseen));
+                    step.apply([heat, var, hot], pace, accessed, dirty, step.pages, 1.0);
                 }
             }
             Coverage::Fraction(fraction) => {
                 let observed = fraction * step.pages;
                 let scale = step.pages / observed;
                 // A share so small that scaling overflows is no observation.
-                if observed > 0.0 && scale.is_finite() {
-                    for (((heat, var), hot), (&accessed, &dirty)) in frames {
-                        step.apply([heat, var, hot], accessed, dirty, observed, scale);
+                let seen = observed > 0.0 && scale.is_finite();
+                for ((((heat, var), hot), unseen), (&accessed, &dirty)) in frames {
+                    if seen {
+                        let pace = step.pace(std::mem::take(unseen));
+                        step.apply([heat, var, hot], pace, accessed, dirty, observed, scale);
+                    } else {
+                        *unseen += interval;
                     }
                 }
             }
             Coverage::PerFrame(observed) => {
-                for ((((heat, var), hot), (&accessed, &dirty)), &observed) in frames.zip(observed) {
+                for (((((heat, var), hot), unseen), (&accessed, &dirty)), &observed) in
+                    frames.zip(observed)
+                {
                     if observed > 0 {
                         let scale = self.scale_of_observed[usize::from(observed)];
+                        let pace = step.pace(std::mem::take(unseen));
                         step.apply(
                             [heat, var, hot],
+                            pace,
                             accessed,
                             dirty,
                             f64::from(observed),
                             scale,
                         );
+                    } else {
+                        *unseen += interval;
                     }
                 }
             }
@@ -255,6 +280,10 @@ impl HeatModel {
 
 /// The constants of one update.
 struct Step {
+    /// The settings (for the decay over an unseen gap).
+    config: HeatSettings,
+    /// The interval's length.
+    interval: Duration,
     decay: f64,
     /// `decay²`: how much of the old variance survives.
     decay_sq: f64,
@@ -270,12 +299,42 @@ impl Step {
     fn new(config: &HeatSettings, sample: &AccessSample, pages_per_frame: u32) -> Self {
         let decay = config.decay(sample.interval);
         Step {
+            config: *config,
+            interval: sample.interval,
             decay,
             decay_sq: decay * decay,
             gain: 1.0 - decay,
             read_weight: config.read_weight,
             write_weight: config.write_weight,
             pages: f64::from(pages_per_frame),
+        }
+    }
+
+    /// How a frame last observed `unseen` seconds before this interval
+    /// catches up.
+    #[inline(always)]
+    fn pace(&self, unseen: f32) -> Pace {
+        if unseen <= 0.0 {
+            return Pace {
+                decay: self.decay,
+                decay_sq: self.decay_sq,
+                weight: 1.0,
+                gain: self.gain,
+            };
+        }
+        let decay = self
+            .config
+            .decay(self.interval + Duration::from_secs_f32(unseen));
+        let weight = if self.gain > 0.0 {
+            (1.0 - decay) / self.gain
+        } else {
+            1.0
+        };
+        Pace {
+            decay,
+            decay_sq: decay * decay,
+            weight,
+            gain: 1.0 - decay,
         }
     }
 
@@ -288,6 +347,7 @@ impl Step {
     fn apply(
         &self,
         [heat, var, hot]: [&mut f64; 3],
+        pace: Pace,
         accessed: u16,
         dirty: u16,
         observed: f64,
@@ -304,8 +364,22 @@ impl Step {
         };
         let spread = self.read_weight * self.read_weight * binomial(read)
             + self.write_weight * self.write_weight * binomial(written);
-        *heat = *heat * self.decay + scale * evidence;
-        *var = *var * self.decay_sq + scale * scale * spread;
-        *hot = *hot * self.decay + self.gain * (scale * touched);
+        let w = pace.weight * scale;
+        *heat = *heat * pace.decay + w * evidence;
+        *var = *var * pace.decay_sq + w * w * spread;
+        *hot = *hot * pace.decay + pace.gain * (scale * touched);
     }
+}
+
+/// The decay and weight of one frame's update.
+#[derive(Clone, Copy)]
+struct Pace {
+    /// Share of the old heat kept.
+    decay: f64,
+    /// Share of the old variance kept.
+    decay_sq: f64,
+    /// Intervals' worth of weight the new evidence gets.
+    weight: f64,
+    /// Share of the new evidence in the hot-page average.
+    gain: f64,
 }

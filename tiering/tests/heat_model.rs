@@ -302,3 +302,39 @@ fn mismatched_samples_and_bad_frames_are_errors() {
         Some(HeatError::PagesPerFrame { pages: 0 })
     );
 }
+
+#[test]
+fn a_frame_seen_rarely_follows_a_change_as_fast_as_one_seen_always() {
+    // Both frames are written all over for a while, then not at all.
+    // Frame 0 is observed every interval, frame 1 only every fifth (a
+    // large sampling region): once it is seen again, its heat is where
+    // frame 0's is, not five intervals behind.
+    let mut m = model(2, 1.0, 1.0, 1.0);
+    let seen = |both: bool, hits: u16| {
+        let mut s = sample(2, secs(0.2), &[(0, hits, hits), (1, hits, hits)]);
+        s.coverage = Coverage::PerFrame(vec![PAGES as u16, if both { PAGES as u16 } else { 0 }]);
+        s
+    };
+    for _ in 0..20 {
+        m.update(&seen(true, 512)).unwrap();
+    }
+    assert!(close(m.heat(0).unwrap(), m.heat(1).unwrap()));
+    let hot = m.heat(0).unwrap();
+    for _ in 0..4 {
+        m.update(&seen(false, 0)).unwrap();
+    }
+    assert_eq!(m.heat(1).unwrap(), hot, "unseen: nothing known, kept");
+    m.update(&seen(true, 0)).unwrap();
+    // Unseen time is kept in f32: equal to a millionth.
+    let (a, b) = (m.heat(0).unwrap(), m.heat(1).unwrap());
+    assert!(
+        (a - b).abs() <= 1e-6 * a,
+        "{} against {}",
+        m.heat(0).unwrap(),
+        m.heat(1).unwrap()
+    );
+    assert!(
+        m.heat(1).unwrap() < hot / 1.9,
+        "a second of silence halves it"
+    );
+}

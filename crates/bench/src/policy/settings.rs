@@ -144,7 +144,9 @@ impl PolicySettings {
             "fast = the quota, empty at boot: slow-first placement; slow = all of RAM",
             ", the engine's default policy but for tracker and quota",
             &format!(
-                "engine configurations: {cases}; a guest at speed s× is emulated by the policy                  on a clock s× slower and phases s× longer, times reported in emulated seconds                  (speeds {speeds})"
+                "engine configurations: {cases}; a guest at speed s× is emulated by the \
+                 policy on a clock s× slower and phases s× longer, times reported in \
+                 emulated seconds (speeds {speeds})"
             ),
         )
     }
