@@ -11,8 +11,6 @@
 //! thread never touches guest memory and never waits on the guest.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 use std::time::Instant;
 
 use guest_memory::FrameId;
@@ -21,6 +19,7 @@ use guest_memory::migrate::{MinorFaultSink, WriteGuard};
 
 use crate::fault_config::FaultSampleConfig;
 use crate::fault_state::SampleState;
+use crate::stoppable::{StopFlag, StoppableThread};
 use crate::xorshift::XorShift;
 use crate::zap::Zapper;
 
@@ -29,8 +28,7 @@ const PAGE: u64 = 4096;
 /// The running round thread; stops and restores every zapped page on drop.
 #[derive(Debug)]
 pub(crate) struct Rounds {
-    stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<()>>,
+    _thread: StoppableThread,
 }
 
 struct Job {
@@ -38,7 +36,7 @@ struct Job {
     guard: Arc<WriteGuard>,
     state: Arc<SampleState>,
     config: FaultSampleConfig,
-    stop: Arc<AtomicBool>,
+    stop: StopFlag,
 }
 
 impl Rounds {
@@ -48,33 +46,17 @@ impl Rounds {
         state: Arc<SampleState>,
         config: FaultSampleConfig,
     ) -> std::io::Result<Self> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let job = Job {
-            memory,
-            guard,
-            state,
-            config,
-            stop: stop.clone(),
-        };
-        let handle = std::thread::Builder::new()
-            .name("fault-sampler".into())
-            .spawn(move || job.run())?;
-        Ok(Rounds {
-            stop,
-            handle: Some(handle),
-        })
-    }
-}
-
-impl Drop for Rounds {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(h) = self.handle.take() {
-            h.thread().unpark();
-            // The thread restores its pages before it returns; a panic in
-            // it has nothing left to clean.
-            let _ = h.join();
-        }
+        let thread = StoppableThread::spawn("fault-sampler", move |stop| {
+            Job {
+                memory,
+                guard,
+                state,
+                config,
+                stop,
+            }
+            .run()
+        })?;
+        Ok(Rounds { _thread: thread })
     }
 }
 
@@ -89,7 +71,7 @@ impl Job {
         let mut cursor = 0;
         let mut runs = Vec::with_capacity(per_round);
         let zapper = Zapper::new();
-        while !self.stop.load(Ordering::SeqCst) && count > 0 {
+        while !self.stop.stopping() && count > 0 {
             let started = Instant::now();
             // The whole round is armed and zapped under one hold of the
             // window lock, in one batch (one host TLB flush).
@@ -127,12 +109,6 @@ impl Job {
     }
 
     fn sleep_until(&self, deadline: Instant) {
-        loop {
-            let now = Instant::now();
-            if now >= deadline || self.stop.load(Ordering::SeqCst) {
-                return;
-            }
-            std::thread::park_timeout(deadline - now);
-        }
+        self.stop.sleep_until(deadline);
     }
 }

@@ -28,6 +28,7 @@ mod regions;
 mod sample;
 mod sampler_thread;
 mod sampling_settings;
+mod stoppable;
 mod window_sampler;
 mod xorshift;
 mod zap;

@@ -4,12 +4,11 @@
 //! without waiting, so sampling goes on while the engine plans and
 //! migrates.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::cpu_time::thread_cpu_time;
+use crate::stoppable::StoppableThread;
 use crate::window_sampler::{FrameCounts, PageProbe, SamplerReport, WindowSampler};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -27,8 +26,7 @@ struct Shared {
 #[derive(Debug)]
 pub(crate) struct SamplerThread {
     shared: Arc<Mutex<Shared>>,
-    stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<()>>,
+    _thread: StoppableThread,
 }
 
 impl SamplerThread {
@@ -41,40 +39,37 @@ impl SamplerThread {
             report: sampler.report(),
             ..Shared::default()
         }));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (s, halt) = (shared.clone(), stop.clone());
-        let handle = std::thread::Builder::new()
-            .name(name.into())
-            .spawn(move || {
-                let period = sampler.settings().period();
-                let mut next = Instant::now();
-                while !halt.load(Ordering::SeqCst) {
-                    let result = sampler.run_window(&mut probe, |w| sleep(&halt, w));
-                    sampler.set_cpu_ns(thread_cpu_time().map_or(0, |t| t.as_nanos() as u64));
-                    {
-                        let mut shared = s.lock().unwrap_or_else(PoisonError::into_inner);
-                        match result {
-                            Ok(()) => merge(&mut shared.counts, sampler.take_counts()),
-                            Err(e) => {
-                                shared.error.get_or_insert_with(|| Box::new(e));
-                            }
+        let s = shared.clone();
+        let thread = StoppableThread::spawn(name, move |halt| {
+            let period = sampler.settings().period();
+            let mut next = Instant::now();
+            while !halt.stopping() {
+                let result =
+                    sampler.run_window(&mut probe, |w| halt.sleep_until(Instant::now() + w));
+                sampler.set_cpu_ns(thread_cpu_time().map_or(0, |t| t.as_nanos() as u64));
+                {
+                    let mut shared = s.lock().unwrap_or_else(PoisonError::into_inner);
+                    match result {
+                        Ok(()) => merge(&mut shared.counts, sampler.take_counts()),
+                        Err(e) => {
+                            shared.error.get_or_insert_with(|| Box::new(e));
                         }
-                        shared.report = sampler.report();
                     }
-                    next += period;
-                    let now = Instant::now();
-                    // Behind (a busy host): skip the missed windows
-                    // rather than run them back to back.
-                    if next < now {
-                        next = now;
-                    }
-                    sleep(&halt, next - now);
+                    shared.report = sampler.report();
                 }
-            })?;
+                next += period;
+                let now = Instant::now();
+                // Behind (a busy host): skip the missed windows
+                // rather than run them back to back.
+                if next < now {
+                    next = now;
+                }
+                halt.sleep_until(next);
+            }
+        })?;
         Ok(SamplerThread {
             shared,
-            stop,
-            handle: Some(handle),
+            _thread: thread,
         })
     }
 
@@ -94,18 +89,6 @@ impl SamplerThread {
     }
 }
 
-impl Drop for SamplerThread {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(h) = self.handle.take() {
-            h.thread().unpark();
-            // A panic in the thread has nothing left to clean: armed pages
-            // stay write-protected until the next harvest, like any page.
-            let _ = h.join();
-        }
-    }
-}
-
 /// Adds `more` into `into`.
 fn merge(into: &mut Option<FrameCounts>, more: FrameCounts) {
     match into {
@@ -118,17 +101,5 @@ fn merge(into: &mut Option<FrameCounts>, more: FrameCounts) {
                 *a = a.saturating_add(*b);
             }
         }
-    }
-}
-
-/// Sleeps `d` unless told to stop (the drop unparks the thread).
-fn sleep(halt: &AtomicBool, d: Duration) {
-    let deadline = Instant::now() + d;
-    loop {
-        let now = Instant::now();
-        if now >= deadline || halt.load(Ordering::SeqCst) {
-            return;
-        }
-        std::thread::park_timeout(deadline - now);
     }
 }
