@@ -48,5 +48,5 @@ pub use sample::{
 };
 pub use sampling_settings::{MIN_REGIONS, MIN_WINDOW_US, SamplingSettings, SamplingSettingsError};
 pub use window_sampler::{
-    AGGREGATION_WINDOWS, FrameCounts, PageProbe, SamplerReport, WindowSampler,
+    AGGREGATION, FrameCounts, MIN_AGGREGATION_WINDOWS, PageProbe, SamplerReport, WindowSampler,
 };

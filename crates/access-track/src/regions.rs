@@ -2,8 +2,10 @@
 //! sampler spends its budget.
 //!
 //! Guest RAM is cut into contiguous runs of frames (regions). Every window
-//! looks at one 4 KiB page per region, chosen uniformly over the region's
-//! pages, so each frame of a region, and each page of a frame, is equally
+//! looks at the same number of 4 KiB pages in every region (one, unless
+//! the budget affords more pages than there are frames), each chosen
+//! uniformly over the region's pages, so each frame of a region, and each
+//! page of a frame, is equally
 //! likely to be looked at and per-frame estimates stay unbiased whatever
 //! the region sizes. After each aggregation (a fixed number of windows)
 //! neighbouring regions whose hit ratios agree are merged, and the largest
@@ -49,14 +51,17 @@ pub(crate) struct Regions {
     pages_per_frame: u64,
     min: usize,
     max: usize,
+    /// Pages looked at per region and window.
+    per_region: usize,
 }
 
 impl Regions {
-    /// `frames` frames of `pages_per_frame` pages, in at most `max` regions
-    /// (at least `min` while there are that many frames), starting with
-    /// `max` equal ones.
-    pub fn new(frames: usize, pages_per_frame: u64, min: usize, max: usize) -> Self {
-        let max = max.max(1).min(frames.max(1));
+    /// `frames` frames of `pages_per_frame` pages, looked at `pages` pages
+    /// per window: in as many regions as that (at most one per frame, at
+    /// least `min` while there are that many frames), each looked at
+    /// `pages / regions` times per window; starting with equal regions.
+    pub fn new(frames: usize, pages_per_frame: u64, min: usize, pages: usize) -> Self {
+        let max = pages.max(1).min(frames.max(1));
         let min = min.clamp(1, max);
         let mut regions = Regions {
             list: Vec::new(),
@@ -64,6 +69,7 @@ impl Regions {
             pages_per_frame: pages_per_frame.max(1),
             min,
             max,
+            per_region: (pages / max).max(1),
         };
         if frames > 0 {
             regions.list = (0..max)
@@ -84,22 +90,29 @@ impl Regions {
         &self.list
     }
 
-    /// Appends one page per region to `out` (as `frame × pages_per_frame
-    /// + page`), in region order.
+    /// Pages looked at per region and window.
+    pub fn per_region(&self) -> usize {
+        self.per_region
+    }
+
+    /// Fills `out` with [`per_region`](Self::per_region) pages of each
+    /// region (as `frame × pages_per_frame + page`), region by region.
     pub fn pick(&self, rng: &mut XorShift, out: &mut Vec<u64>) {
         out.clear();
         for r in &self.list {
             let pages = r.frames() as u64 * self.pages_per_frame;
-            out.push(r.start as u64 * self.pages_per_frame + rng.below(pages));
+            for _ in 0..self.per_region {
+                out.push(r.start as u64 * self.pages_per_frame + rng.below(pages));
+            }
         }
     }
 
-    /// Records one window: `touched[i]` says whether region `i`'s page
-    /// was touched (the regions have not changed since the pick).
+    /// Records one window: `touched[i]` says whether the `i`-th page of the
+    /// last pick was touched (the regions have not changed since).
     pub fn record(&mut self, touched: &[bool]) {
-        for (r, &t) in self.list.iter_mut().zip(touched) {
-            r.looks += 1;
-            r.hits += u32::from(t);
+        for (r, pages) in self.list.iter_mut().zip(touched.chunks(self.per_region)) {
+            r.looks += pages.len() as u32;
+            r.hits += pages.iter().filter(|&&t| t).count() as u32;
         }
     }
 

@@ -21,9 +21,11 @@ use crate::regions::Regions;
 use crate::sampling_settings::{MIN_REGIONS, SamplingSettings};
 use crate::xorshift::XorShift;
 
-/// Windows per aggregation (regions adapt and the window is re-judged
-/// after this many).
-pub const AGGREGATION_WINDOWS: u64 = 10;
+/// How often regions adapt and the window is re-judged: after the windows
+/// of this long, at least [`MIN_AGGREGATION_WINDOWS`].
+pub const AGGREGATION: Duration = Duration::from_millis(200);
+/// Fewest windows per aggregation.
+pub const MIN_AGGREGATION_WINDOWS: u64 = 2;
 /// Hottest-tenth hit ratio at or above which the window is saturated.
 const SATURATED: f64 = 0.9;
 /// Hottest-tenth hit ratio below which the window grows.
@@ -86,14 +88,20 @@ pub struct WindowSampler {
     counts: FrameCounts,
     pages_per_frame: u64,
     report: SamplerReport,
+    /// Windows per aggregation.
+    aggregation: u64,
 }
 
 impl WindowSampler {
     /// A sampler over `frames` frames of `pages_per_frame` pages with
     /// valid `settings`, the window starting at its longest.
     pub fn new(frames: usize, pages_per_frame: u64, settings: SamplingSettings, seed: u64) -> Self {
-        let max = usize::try_from(settings.max_regions()).unwrap_or(usize::MAX);
-        let regions = Regions::new(frames, pages_per_frame, MIN_REGIONS, max);
+        let pages = usize::try_from(settings.pages_per_window()).unwrap_or(usize::MAX);
+        let regions = Regions::new(frames, pages_per_frame, MIN_REGIONS, pages);
+        // Aggregations cover the same time at any period (a slowed clock
+        // included: AGGREGATION is one default interval).
+        let period = settings.period().max(Duration::from_micros(1));
+        let aggregation = (AGGREGATION.as_micros() / period.as_micros()) as u64;
         let window = Duration::from_micros(u64::from(settings.max_window_us));
         WindowSampler {
             settings,
@@ -113,6 +121,7 @@ impl WindowSampler {
                 hits: vec![0; frames],
             },
             pages_per_frame: pages_per_frame.max(1),
+            aggregation: aggregation.max(MIN_AGGREGATION_WINDOWS),
         }
     }
 
@@ -134,7 +143,8 @@ impl WindowSampler {
     /// Runs one window: arms a page per region, calls `wait` with the
     /// window length (the caller sleeps; tests let the simulated guest
     /// run), reads the pages back and counts them. Every
-    /// [`AGGREGATION_WINDOWS`] windows the regions and the window adapt.
+    /// aggregation (about [`AGGREGATION`]) the regions and the window
+    /// adapt.
     /// On an error the window is lost and nothing is counted.
     pub fn run_window<P: PageProbe>(
         &mut self,
@@ -165,7 +175,7 @@ impl WindowSampler {
         self.report.windows += 1;
         self.report.armed_pages += self.picks.len() as u64;
         self.report.hits += hits;
-        if self.report.windows % AGGREGATION_WINDOWS == 0 {
+        if self.report.windows % self.aggregation == 0 {
             self.aggregate();
         }
         Ok(())
@@ -291,7 +301,7 @@ mod tests {
     fn the_budget_holds_whatever_the_guest_ram() {
         // 128 MiB to 64 GiB of 2 MiB frames: never more pages per window
         // than the budget affords, so never more per second.
-        let per_window = settings().max_regions() as usize;
+        let per_window = settings().pages_per_window() as usize;
         for frames in [64, 2048, 32_768] {
             let mut guest = SimulatedGuest::new(vec![0.01; frames]);
             let mut s = WindowSampler::new(frames, 512, settings(), 1);
