@@ -1,14 +1,20 @@
-//! The windowed sampler: many short windows per engine interval, each
-//! arming one page per region ([`Regions`]) and reading which were touched
+//! The windowed sampler: short windows, each arming the same number of
+//! pages in every region ([`Regions`]) and reading which were touched
 //! before it closed; per-frame counts of looks and hits, so a frame's hit
 //! ratio estimates how often its pages are touched (frequency), not just
 //! whether they were.
 //!
+//! The pages looked at stay the same through an aggregation (about
+//! [`AGGREGATION`]); then the regions adapt and new pages are picked.
+//! Re-arming a page not written since costs nothing, where each fresh page
+//! left write-protected after its window costs the guest a fault at its
+//! next write, however late.
+//!
 //! The window adapts: when the hottest tenth of the regions is caught in
-//! nearly every window (saturation: the window is too long to tell hot
-//! from hotter) it halves; when even they are rarely caught it grows. The
-//! budget is the number of regions times the windows per second, fixed
-//! by [`SamplingSettings`] whatever the guest's RAM.
+//! nearly every look (saturation: the window is too long to tell hot from
+//! hotter) it halves; when even they are rarely caught it grows. The
+//! budget is the pages armed per window times the windows per second,
+//! fixed by [`SamplingSettings`] whatever the guest's RAM.
 //!
 //! This type does no waiting of its own: [`SamplerThread`] drives it on
 //! a clock, tests drive it window by window.
@@ -23,7 +29,7 @@ use crate::xorshift::XorShift;
 
 /// How often regions adapt and the window is re-judged: after the windows
 /// of this long, at least [`MIN_AGGREGATION_WINDOWS`].
-pub const AGGREGATION: Duration = Duration::from_millis(200);
+pub const AGGREGATION: Duration = Duration::from_millis(500);
 /// Fewest windows per aggregation.
 pub const MIN_AGGREGATION_WINDOWS: u64 = 2;
 /// Hottest-tenth hit ratio at or above which the window is saturated.
@@ -151,7 +157,9 @@ impl WindowSampler {
         probe: &mut P,
         wait: impl FnOnce(Duration),
     ) -> Result<(), P::Error> {
-        self.regions.pick(&mut self.rng, &mut self.picks);
+        if self.report.windows % self.aggregation == 0 || self.picks.is_empty() {
+            self.regions.pick(&mut self.rng, &mut self.picks);
+        }
         probe.arm(&self.picks)?;
         wait(self.window);
         self.touched.clear();
