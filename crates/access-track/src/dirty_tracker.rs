@@ -7,7 +7,8 @@
 //! write to it takes a fault. By default the tracker therefore arms a
 //! fixed budget of pages per second, whatever the guest's RAM: a
 //! [`WindowSampler`] thread opens short windows (a few milliseconds, every
-//! 20 ms by default), each arming one page per DAMON-style region, and
+//! 100 ms by default), each arming the same number of pages in every
+//! DAMON-style region, and
 //! counts per frame how many windows looked at one of its pages and how
 //! many of those found it written: a frequency, where one bit per page and
 //! interval would mark nearly every page of a busy guest. `collect()`
