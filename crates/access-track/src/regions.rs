@@ -90,13 +90,7 @@ impl Regions {
         &self.list
     }
 
-    /// Pages looked at per region and window.
-    pub fn per_region(&self) -> usize {
-        self.per_region
-    }
-
-    /// Fills `out` with [`per_region`](Self::per_region) pages of each
-    /// region (as `frame × pages_per_frame + page`), region by region.
+    /// Fills `out` with the same number of pages of each region (as `frame × pages_per_frame + page`), region by region.
     pub fn pick(&self, rng: &mut XorShift, out: &mut Vec<u64>) {
         out.clear();
         for r in &self.list {
