@@ -51,8 +51,9 @@ pub(crate) enum VmEngine {
     Pending {
         /// What the engine will work with.
         parts: PendingParts,
-        /// The policy it will start with.
-        policy: TieringPolicy,
+        /// The policy it will start with (boxed: the other states are
+        /// small).
+        policy: Box<TieringPolicy>,
     },
     /// Started (and maybe stopped since: its snapshots stay readable).
     Running(Arc<Engine>),
@@ -73,7 +74,10 @@ impl VmEngine {
             )?))),
             EngineStart::AtBoot => {
                 check(&parts, &policy)?;
-                Ok(VmEngine::Pending { parts, policy })
+                Ok(VmEngine::Pending {
+                    parts,
+                    policy: Box::new(policy),
+                })
             }
         }
     }
@@ -84,7 +88,7 @@ impl VmEngine {
         let VmEngine::Pending { parts, policy } = self else {
             return Ok(());
         };
-        let engine = Engine::start(parts.engine_parts(), policy.clone())?;
+        let engine = Engine::start(parts.engine_parts(), (**policy).clone())?;
         *self = VmEngine::Running(Arc::new(engine));
         Ok(())
     }
@@ -101,7 +105,7 @@ impl VmEngine {
     pub fn policy(&self) -> Option<TieringPolicy> {
         match self {
             VmEngine::None => None,
-            VmEngine::Pending { policy, .. } => Some(policy.clone()),
+            VmEngine::Pending { policy, .. } => Some((**policy).clone()),
             VmEngine::Running(e) => Some(e.policy()),
         }
     }
@@ -112,7 +116,9 @@ impl VmEngine {
     pub fn set_policy(&mut self, new: TieringPolicy) -> Option<Result<(), EngineError>> {
         match self {
             VmEngine::None => None,
-            VmEngine::Pending { parts, policy } => Some(check(parts, &new).map(|()| *policy = new)),
+            VmEngine::Pending { parts, policy } => {
+                Some(check(parts, &new).map(|()| **policy = new))
+            }
             VmEngine::Running(e) => Some(e.set_policy(new)),
         }
     }
