@@ -100,6 +100,19 @@ impl Exposition {
         }
     }
 
+    /// One single-sample family per `(name, help, value)`, all of `kind`
+    /// and with the same `labels`.
+    pub fn singles<'a>(
+        &mut self,
+        kind: Kind,
+        labels: Labels<'_>,
+        families: impl IntoIterator<Item = (&'a str, &'a str, Value)>,
+    ) {
+        for (name, help, value) in families {
+            self.single(name, kind, help, labels, value);
+        }
+    }
+
     /// A family with one sample.
     pub fn single(&mut self, name: &str, kind: Kind, help: &str, labels: Labels<'_>, v: Value) {
         self.family(name, kind, help, [(labels, v)]);

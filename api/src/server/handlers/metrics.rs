@@ -232,9 +232,7 @@ fn cost_metrics(page: &mut Exposition, l: &[(&str, &str)], cost: &EngineCost) {
             cost.bytes_moved.into(),
         ),
     ];
-    for (name, help, value) in counters {
-        page.single(name, Kind::Counter, help, l, value);
-    }
+    page.singles(Kind::Counter, l, counters);
     let mut gauges: Vec<(&str, &str, Value)> = vec![
         (
             "tiervisor_sampler_window_seconds",
@@ -268,9 +266,7 @@ fn cost_metrics(page: &mut Exposition, l: &[(&str, &str)], cost: &EngineCost) {
             share.into(),
         ));
     }
-    for (name, help, value) in gauges {
-        page.single(name, Kind::Gauge, help, l, value);
-    }
+    page.singles(Kind::Gauge, l, gauges);
 }
 
 fn engine_metrics(page: &mut Exposition, vm: &str, stats: &EngineStats) {
@@ -317,9 +313,11 @@ fn engine_metrics(page: &mut Exposition, vm: &str, stats: &EngineStats) {
             stats.tracker_errors,
         ),
     ];
-    for (name, help, value) in counters {
-        page.single(name, Kind::Counter, help, l, value.into());
-    }
+    page.singles(
+        Kind::Counter,
+        l,
+        counters.map(|(name, help, value)| (name, help, value.into())),
+    );
     let micros = stats.stage_micros;
     let stages = [
         ("collect", micros.collect),
@@ -363,9 +361,7 @@ fn engine_metrics(page: &mut Exposition, vm: &str, stats: &EngineStats) {
             stats.threshold.unwrap_or(f64::INFINITY).into(),
         ),
     ];
-    for (name, help, value) in gauges {
-        page.single(name, Kind::Gauge, help, l, value);
-    }
+    page.singles(Kind::Gauge, l, gauges);
     if let Some(quota) = stats.fast_quota {
         page.single(
             "tiervisor_fast_quota_min_bytes",
@@ -420,8 +416,6 @@ fn engine_metrics(page: &mut Exposition, vm: &str, stats: &EngineStats) {
                 (r.deadline_ms as f64 / 1000.0).into(),
             ),
         ];
-        for (name, help, value) in gauges {
-            page.single(name, Kind::Gauge, help, l, value);
-        }
+        page.singles(Kind::Gauge, l, gauges);
     }
 }
