@@ -128,14 +128,18 @@ fn candidates(input: &PlanInput<'_>) -> (f64, Vec<usize>, usize) {
     (threshold, above, passed)
 }
 
-/// Standard deviations of lead that the extremes of `frames` equally hot
-/// frames reach by chance alone: the largest of n normal deviates is
-/// about √(2 ln n), so the hottest slow frame and the coldest fast one of
-/// a flat distribution differ by about that many deviations of their
-/// difference. A displacement must clear this before `significance`
-/// counts, or a hot set larger than the quota churns on noise.
-pub fn chance_lead(frames: usize) -> f64 {
-    (2.0 * (frames.max(1) as f64).ln()).sqrt()
+/// Standard deviations of lead that chance alone gives the hottest of
+/// `slow` and the coldest of `fast` equally hot frames: the largest of n
+/// normal deviates is about √(2 ln n), and the lead of the extreme pair,
+/// in deviations of the difference, is at most √(2 ln slow + 2 ln fast)
+/// (Cauchy–Schwarz), the same bound as for the largest of the `slow ×
+/// fast` pairs. A displacement must clear this before `significance`
+/// counts, or a hot set larger than the quota churns on noise. Counting
+/// one side only (√(2 ln n)) let a stable guest's equally cold frames
+/// swap now and then: the extreme pair's lead reached 5.3 deviations in a
+/// hundred intervals, where that bound and `significance` 2 gave 5.33.
+pub fn chance_lead(slow: usize, fast: usize) -> f64 {
+    (2.0 * ((slow.max(1) as f64).ln() + (fast.max(1) as f64).ln())).sqrt()
 }
 
 /// Whether `candidate`'s heat leads `victim`'s by more than `z` standard
@@ -183,8 +187,13 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     plan.candidates = passed;
     let mut demote_left = input.demote_budget;
     let fill_to = input.quota_max.saturating_sub(input.headroom);
-    let movable = (0..frames).filter(|&f| !input.pinned[f]).count();
-    let z = input.significance + chance_lead(movable);
+    let movable_fast = (0..frames)
+        .filter(|&f| input.tier[f] == 0 && !input.pinned[f])
+        .count();
+    let movable_slow = (0..frames)
+        .filter(|&f| input.tier[f] != 0 && !input.pinned[f])
+        .count();
+    let z = input.significance + chance_lead(movable_slow, movable_fast);
     for c in hot {
         if used < fill_to {
             plan.promote.push(FrameId(c));
@@ -311,8 +320,9 @@ mod tests {
         let mut input = c.input(2);
         input.threshold = Threshold::Manual { heat: 5.0 };
         let p = plan(&input);
-        // z = 2 + √(2 ln 4) = 3.67: 100 leads 10 by 90 > 3.67 × √104 = 37
-        // and swaps; 50 leads 40 by 10 < 3.67 × √200 = 52 and does not.
+        // z = 2 + √(2 ln 2 + 2 ln 2) = 3.67: 100 leads 10 by 90 > 3.67 ×
+        // √104 = 37 and swaps; 50 leads 40 by 10 < 3.67 × √200 = 52 and
+        // does not.
         assert_eq!(p.exchanges, vec![(FrameId(2), FrameId(0))]);
         assert_eq!((p.promote, p.demote), (frames(&[2]), frames(&[0])));
         input.exchange = false;
@@ -360,6 +370,41 @@ mod tests {
         let mut input = c.input(n / 2);
         input.threshold = Threshold::Manual { heat: 1.0 };
         assert_eq!(plan(&input).promote, frames(&[1]));
+    }
+
+    #[test]
+    fn equally_cold_frames_never_swap_over_many_intervals() {
+        // A settled guest's cold frames: 192 slow and 64 fast of the same
+        // true heat, a fresh noise draw per interval, 20 000 intervals.
+        // The extreme pair's lead is what chance gives both ends; counting
+        // one end only (√(2 ln 256) + 2 = 5.33) swaps a pair in about one
+        // draw in 2000 (10 here), both ends (√(2 ln 12288) + 2 = 6.34) in
+        // none.
+        let n = 256;
+        let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+        let mut uniform = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            ((rng >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        };
+        // Box–Muller.
+        let mut normal =
+            || (-2.0 * uniform().ln()).sqrt() * (std::f64::consts::TAU * uniform()).cos();
+        let tier: Vec<usize> = (0..n).map(|f| usize::from(f >= 64)).collect();
+        let variance = vec![280.0 * 280.0; n];
+        let mut c = Case::new(&vec![0.0; n], &tier);
+        c.variance = variance;
+        let mut swapped = 0;
+        for _ in 0..20_000 {
+            for h in c.heat.iter_mut() {
+                *h = 3000.0 + 280.0 * normal();
+            }
+            let mut input = c.input(64);
+            input.threshold = Threshold::Manual { heat: 1.0 };
+            swapped += plan(&input).exchanges.len();
+        }
+        assert_eq!(swapped, 0);
     }
 
     #[test]

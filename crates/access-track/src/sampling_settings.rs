@@ -70,15 +70,18 @@ pub struct SamplingSettings {
 
 impl Default for SamplingSettings {
     /// 16 Ki pages/s in windows opening every 100 ms (1638 pages each),
-    /// each window between 0.5 and 10 ms long: the tracker-cost target's
-    /// default (docs/tracking.md). A window every 20 ms cost a `zipf`
-    /// guest 7 % in TLB-flush kicks alone.
+    /// each window between 0.5 ms and the whole period long: the
+    /// tracker-cost target's default (docs/tracking.md). A window every
+    /// 20 ms cost a `zipf` guest 7 % in TLB-flush kicks alone. The window's
+    /// length costs nothing: an armed page faults once at the guest's next
+    /// write, inside the window or after it; a slow guest (an emulated
+    /// host's) needs the whole period to be caught at all.
     fn default() -> Self {
         SamplingSettings {
             budget_pages_per_sec: 16_384,
             window_period_us: 100_000,
             min_window_us: 500,
-            max_window_us: 10_000,
+            max_window_us: 100_000,
         }
     }
 }

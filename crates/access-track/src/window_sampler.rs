@@ -12,7 +12,8 @@
 //!
 //! The window adapts: when the hottest tenth of the regions is caught in
 //! nearly every look (saturation: the window is too long to tell hot from
-//! hotter) it halves; when even they are rarely caught it grows. The
+//! hotter) it halves; when even they are rarely caught it grows to the
+//! length that would catch them most of the time, up to the period. The
 //! budget is the pages armed per window times the windows per second,
 //! fixed by [`SamplingSettings`] whatever the guest's RAM.
 //!
@@ -36,6 +37,13 @@ pub const MIN_AGGREGATION_WINDOWS: u64 = 2;
 const SATURATED: f64 = 0.9;
 /// Hottest-tenth hit ratio below which the window grows.
 const STARVED: f64 = 0.5;
+/// Hottest-tenth hit ratio a starved window grows towards.
+const TARGET: f64 = 0.7;
+/// Most a window grows in one aggregation.
+const MAX_GROWTH: f64 = 10.0;
+/// The first window (within the settings' bounds): long enough to catch a
+/// fast guest's hot pages, short enough not to saturate them for long.
+const START_WINDOW: Duration = Duration::from_millis(10);
 
 /// How a tracker arms pages and reads them back. Pages are numbered
 /// `frame × pages_per_frame + page`.
@@ -100,7 +108,8 @@ pub struct WindowSampler {
 
 impl WindowSampler {
     /// A sampler over `frames` frames of `pages_per_frame` pages with
-    /// valid `settings`, the window starting at its longest.
+    /// valid `settings`, the window starting at [`START_WINDOW`] (within
+    /// the settings' bounds).
     pub fn new(frames: usize, pages_per_frame: u64, settings: SamplingSettings, seed: u64) -> Self {
         let pages = usize::try_from(settings.pages_per_window()).unwrap_or(usize::MAX);
         let regions = Regions::new(frames, pages_per_frame, MIN_REGIONS, pages);
@@ -108,7 +117,10 @@ impl WindowSampler {
         // included: AGGREGATION is one default interval).
         let period = settings.period().max(Duration::from_micros(1));
         let aggregation = (AGGREGATION.as_micros() / period.as_micros()) as u64;
-        let window = Duration::from_micros(u64::from(settings.max_window_us));
+        let window = START_WINDOW.clamp(
+            Duration::from_micros(u64::from(settings.min_window_us)),
+            Duration::from_micros(u64::from(settings.max_window_us)),
+        );
         WindowSampler {
             settings,
             report: SamplerReport {
@@ -197,7 +209,20 @@ impl WindowSampler {
                 self.window = (self.window / 2).max(min);
                 self.report.saturated += 1;
             }
-            Some(r) if r < STARVED => self.window = (self.window * 3 / 2).min(max),
+            Some(r) if r < STARVED => {
+                // Touches as a Poisson process: a page touched λ times a
+                // second is caught with chance 1 − e^(−λw), so the window
+                // that catches the hottest tenth TARGET of the time is
+                // w · ln(1 − TARGET) / ln(1 − r): one step for a slow
+                // guest (an emulated one is caught 1 % of the time in
+                // 10 ms), not many of ×1.5.
+                let growth = if r > 0.0 {
+                    (1.0 - TARGET).ln() / (1.0 - r).ln()
+                } else {
+                    MAX_GROWTH
+                };
+                self.window = self.window.mul_f64(growth.min(MAX_GROWTH)).min(max);
+            }
             _ => {}
         }
         self.regions.adapt(&mut self.rng);
@@ -301,8 +326,34 @@ mod tests {
         let mut guest = SimulatedGuest::new(vec![0.0; 256]);
         let mut s = WindowSampler::new(256, 512, settings(), 1);
         run(&mut s, &mut guest, 50);
-        assert_eq!(s.window(), Duration::from_millis(10));
+        assert_eq!(s.window(), settings().period());
         assert_eq!(s.report().hits, 0);
+    }
+
+    #[test]
+    fn a_slow_guest_gets_a_window_that_catches_its_hot_pages() {
+        // Hot pages touched 1.5 times a second (an emulated guest):
+        // caught 1.5 % of the time in the first 10 ms window. Within two
+        // aggregations the window catches them about TARGET of the time.
+        let rates: Vec<f64> = (0..256)
+            .map(|f| if f < 32 { 0.0015 } else { 0.0 })
+            .collect();
+        let mut guest = SimulatedGuest::new(rates);
+        let mut s = WindowSampler::new(256, 512, settings(), 1);
+        assert_eq!(s.window(), START_WINDOW);
+        let aggregation = s.aggregation as usize;
+        run(&mut s, &mut guest, 2 * aggregation);
+        assert_eq!(s.window(), settings().period());
+        s.take_counts();
+        run(&mut s, &mut guest, 4 * aggregation);
+        let c = s.take_counts();
+        let (looks, hits) = (0..32).fold((0u64, 0u64), |(l, h), f| {
+            (l + u64::from(c.looks[f]), h + u64::from(c.hits[f]))
+        });
+        let ratio = hits as f64 / looks as f64;
+        // 1 − e^(−0.15) = 0.14 at the 100 ms period: ten times the 10 ms
+        // window's evidence.
+        assert!((0.09..0.2).contains(&ratio), "hot hit ratio {ratio}");
     }
 
     #[test]
