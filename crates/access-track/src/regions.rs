@@ -31,6 +31,10 @@ pub(crate) struct Region {
     pub looks: u32,
     /// Windows whose page was touched.
     pub hits: u32,
+    /// Looks since the sampler last judged its window.
+    pub recent_looks: u32,
+    /// Hits since the sampler last judged its window.
+    pub recent_hits: u32,
 }
 
 impl Region {
@@ -40,6 +44,10 @@ impl Region {
 
     fn ratio(&self) -> Option<f64> {
         (self.looks > 0).then(|| f64::from(self.hits) / f64::from(self.looks))
+    }
+
+    fn recent_ratio(&self) -> Option<f64> {
+        (self.recent_looks > 0).then(|| f64::from(self.recent_hits) / f64::from(self.recent_looks))
     }
 }
 
@@ -78,6 +86,8 @@ impl Regions {
                     end: (i + 1) * frames / max,
                     looks: 0,
                     hits: 0,
+                    recent_looks: 0,
+                    recent_hits: 0,
                 })
                 .filter(|r| r.end > r.start)
                 .collect();
@@ -105,16 +115,23 @@ impl Regions {
     /// last pick was touched (the regions have not changed since).
     pub fn record(&mut self, touched: &[bool]) {
         for (r, pages) in self.list.iter_mut().zip(touched.chunks(self.per_region)) {
-            r.looks += pages.len() as u32;
-            r.hits += pages.iter().filter(|&&t| t).count() as u32;
+            let (looks, hits) = (
+                pages.len() as u32,
+                pages.iter().filter(|&&t| t).count() as u32,
+            );
+            r.looks += looks;
+            r.hits += hits;
+            r.recent_looks += looks;
+            r.recent_hits += hits;
         }
     }
 
-    /// Mean hit ratio of the hottest tenth of the regions (at least one):
-    /// near 1 when the window is so long that hot pages are caught in
-    /// every window (saturation). `None` before any window.
+    /// Mean hit ratio of the hottest tenth of the regions (at least one)
+    /// since the last [`judged`](Self::judged): near 1 when the window is
+    /// so long that hot pages are caught in every window (saturation).
+    /// `None` before any window.
     pub fn hottest_ratio(&self) -> Option<f64> {
-        let mut ratios: Vec<f64> = self.list.iter().filter_map(Region::ratio).collect();
+        let mut ratios: Vec<f64> = self.list.iter().filter_map(Region::recent_ratio).collect();
         if ratios.is_empty() {
             return None;
         }
@@ -123,14 +140,42 @@ impl Regions {
         Some(ratios[..top].iter().sum::<f64>() / top as f64)
     }
 
+    /// Hit ratio of the median region since the last
+    /// [`judged`](Self::judged): near 1 when even the typical region is
+    /// caught in every window (the window is far too long). `None` before
+    /// any window.
+    pub fn median_ratio(&self) -> Option<f64> {
+        let mut ratios: Vec<f64> = self.list.iter().filter_map(Region::recent_ratio).collect();
+        if ratios.is_empty() {
+            return None;
+        }
+        let mid = ratios.len() / 2;
+        let (_, median, _) = ratios.select_nth_unstable_by(mid, |a, b| a.total_cmp(b));
+        Some(*median)
+    }
+
+    /// The sampler judged its window: the recent counts start again.
+    pub fn judged(&mut self) {
+        for r in &mut self.list {
+            r.recent_looks = 0;
+            r.recent_hits = 0;
+        }
+    }
+
     /// Ends an aggregation: merges neighbours that agree, splits the
     /// largest regions up to `max`, and zeroes the counts.
     pub fn adapt(&mut self, rng: &mut XorShift) {
         self.merge();
         self.split(rng);
         for r in &mut self.list {
-            r.looks = 0;
-            r.hits = 0;
+            *r = Region {
+                start: r.start,
+                end: r.end,
+                looks: 0,
+                hits: 0,
+                recent_looks: 0,
+                recent_hits: 0,
+            };
         }
     }
 
@@ -251,6 +296,7 @@ mod tests {
         assert_eq!(r.hottest_ratio(), Some(1.0));
         r.record(&[false; 10]);
         assert_eq!(r.hottest_ratio(), Some(0.5));
+        assert_eq!(r.median_ratio(), Some(0.0));
     }
 
     #[test]

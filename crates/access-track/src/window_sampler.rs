@@ -10,7 +10,8 @@
 //! left write-protected after its window costs the guest a fault at its
 //! next write, however late.
 //!
-//! The window adapts: when the hottest tenth of the regions is caught in
+//! The window adapts, judged every [`JUDGE_WINDOWS`] windows: when the
+//! hottest tenth of the regions is caught in
 //! nearly every look (saturation: the window is too long to tell hot from
 //! hotter) it halves; when even they are rarely caught it grows to the
 //! length that would catch them most of the time, up to the period. The
@@ -39,8 +40,12 @@ const SATURATED: f64 = 0.9;
 const STARVED: f64 = 0.5;
 /// Hottest-tenth hit ratio a starved window grows towards.
 const TARGET: f64 = 0.7;
-/// Most a window grows in one aggregation.
+/// Hit ratio of the median region a saturated window shrinks towards.
+const TYPICAL: f64 = 0.25;
+/// Most a window grows, or shrinks, at one judgement.
 const MAX_GROWTH: f64 = 10.0;
+/// Windows between judgements of the window's length.
+const JUDGE_WINDOWS: u64 = 2;
 /// The first window (within the settings' bounds): long enough to catch a
 /// fast guest's hot pages, short enough not to saturate them for long.
 const START_WINDOW: Duration = Duration::from_millis(10);
@@ -104,6 +109,8 @@ pub struct WindowSampler {
     report: SamplerReport,
     /// Windows per aggregation.
     aggregation: u64,
+    /// Windows since the window's length was last judged.
+    unjudged: u64,
 }
 
 impl WindowSampler {
@@ -140,6 +147,7 @@ impl WindowSampler {
             },
             pages_per_frame: pages_per_frame.max(1),
             aggregation: aggregation.max(MIN_AGGREGATION_WINDOWS),
+            unjudged: 0,
         }
     }
 
@@ -195,18 +203,40 @@ impl WindowSampler {
         self.report.windows += 1;
         self.report.armed_pages += self.picks.len() as u64;
         self.report.hits += hits;
-        if self.report.windows % self.aggregation == 0 {
-            self.aggregate();
+        self.unjudged += 1;
+        let aggregated = self.report.windows % self.aggregation == 0;
+        if aggregated || self.unjudged >= JUDGE_WINDOWS {
+            self.judge_window();
+        }
+        if aggregated {
+            self.regions.adapt(&mut self.rng);
+            self.report.regions = self.regions.list().len();
         }
         Ok(())
     }
 
-    fn aggregate(&mut self) {
+    /// Re-judges the window's length from the windows since the last
+    /// judgement (every [`JUDGE_WINDOWS`], not every aggregation: its
+    /// length costs nothing to change, and a guest that went from idle to
+    /// busy under a long window should not be sampled saturated for long).
+    fn judge_window(&mut self) {
         let min = Duration::from_micros(u64::from(self.settings.min_window_us));
         let max = Duration::from_micros(u64::from(self.settings.max_window_us));
         match self.regions.hottest_ratio() {
             Some(r) if r >= SATURATED => {
-                self.window = (self.window / 2).max(min);
+                // Saturated pages say nothing of their rate: at least
+                // halve. The median region's rate bounds theirs from
+                // below: shrink until a typical page would be caught
+                // TYPICAL of the time (a guest that went from idle to
+                // busy under a 100 ms window had its cold pages caught
+                // 68 % of the time), at most MAX_GROWTH at once.
+                let median = self.regions.median_ratio().unwrap_or(0.0);
+                let shrink = if median > 0.0 {
+                    (1.0 - median).ln() / (1.0 - TYPICAL).ln()
+                } else {
+                    1.0
+                };
+                self.window = self.window.div_f64(shrink.clamp(2.0, MAX_GROWTH)).max(min);
                 self.report.saturated += 1;
             }
             Some(r) if r < STARVED => {
@@ -225,9 +255,9 @@ impl WindowSampler {
             }
             _ => {}
         }
-        self.regions.adapt(&mut self.rng);
+        self.regions.judged();
+        self.unjudged = 0;
         self.report.window = self.window;
-        self.report.regions = self.regions.list().len();
     }
 
     /// The counts since the last call, zeroing them.
@@ -354,6 +384,23 @@ mod tests {
         // 1 − e^(−0.15) = 0.14 at the 100 ms period: ten times the 10 ms
         // window's evidence.
         assert!((0.09..0.2).contains(&ratio), "hot hit ratio {ratio}");
+    }
+
+    #[test]
+    fn a_guest_that_wakes_up_is_told_apart_within_two_windows() {
+        // Idle through boot: the window grows to the period. Then every
+        // page is touched ten times a second and a hot eighth a hundred
+        // times more often: under the 100 ms window all are caught in
+        // every look. The next judgement cuts the window tenfold, to
+        // where the cold pages are caught 63 % of the time.
+        let mut guest = SimulatedGuest::new(vec![0.0; 256]);
+        let mut s = WindowSampler::new(256, 512, settings(), 1);
+        let aggregation = s.aggregation as usize;
+        run(&mut s, &mut guest, 2 * aggregation);
+        assert_eq!(s.window(), settings().period());
+        guest.rate_per_ms = (0..256).map(|f| if f < 32 { 10.0 } else { 0.1 }).collect();
+        run(&mut s, &mut guest, JUDGE_WINDOWS as usize);
+        assert_eq!(s.window(), Duration::from_millis(10));
     }
 
     #[test]

@@ -142,9 +142,20 @@ fn seen(op: &str, kind: TrackerKind, until: Until) -> Seen {
     let (accessed, written) = std::thread::scope(|s| {
         let t = s.spawn(|| {
             let (mut accessed, mut written) = (vec![0u64; frames], vec![0u64; frames]);
-            // The warm-up writes every page: count from phase 0 on.
+            // The warm-up writes every page: count from phase 0 on. A
+            // windowed sampler's window that opened during the warm-up
+            // (up to a period long) reports when it closes: wait for it,
+            // and for one that opened in phase 0, before the counts start.
             while state.phase_starts().is_empty() {
                 std::thread::sleep(Duration::from_millis(5));
+            }
+            if let Some(start) = tracker.sampler_report() {
+                while tracker
+                    .sampler_report()
+                    .is_some_and(|r| r.windows < start.windows + 2)
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
             }
             tracker.collect().unwrap();
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
