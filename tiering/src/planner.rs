@@ -170,6 +170,7 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
             .partial_cmp(&(input.cooling[b], input.heat[b]))
             .unwrap_or(std::cmp::Ordering::Equal)
     });
+    let movable_fast = fast.len();
     let mut victims = fast.into_iter().peekable();
     let mut used = (0..frames).filter(|&f| input.tier[f] == 0).count();
 
@@ -187,9 +188,6 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     plan.candidates = passed;
     let mut demote_left = input.demote_budget;
     let fill_to = input.quota_max.saturating_sub(input.headroom);
-    let movable_fast = (0..frames)
-        .filter(|&f| input.tier[f] == 0 && !input.pinned[f])
-        .count();
     let movable_slow = (0..frames)
         .filter(|&f| input.tier[f] != 0 && !input.pinned[f])
         .count();

@@ -13,7 +13,8 @@
 //! The window adapts, judged every [`JUDGE_WINDOWS`] windows: when the
 //! hottest tenth of the regions is caught in
 //! nearly every look (saturation: the window is too long to tell hot from
-//! hotter) it halves; when even they are rarely caught it grows to the
+//! hotter) it shrinks, by half or by what the median region's rate
+//! says; when even they are rarely caught it grows to the
 //! length that would catch them most of the time, up to the period. The
 //! budget is the pages armed per window times the windows per second,
 //! fixed by [`SamplingSettings`] whatever the guest's RAM.

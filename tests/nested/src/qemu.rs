@@ -22,6 +22,15 @@ use crate::console::Console;
 const QEMU: &str = "qemu-system-x86_64";
 /// Bytes of the emulated NVDIMM.
 const PMEM_BYTES: u64 = 512 << 20;
+/// What the host's `/init` prints first (`tests/nested/host/init`).
+const BOOT_MARK: &str = "@@nested boot ";
+/// Wall time by which a host must have reached its `/init`: it takes
+/// 10–30 s; QEMU's emulated host has also hung in its kernel's early boot,
+/// before any tiervisor code ran, and then never printed again.
+const BOOT_DEADLINE: Duration = Duration::from_secs(150);
+/// Boots per scenario: a host that never reached its `/init` is booted
+/// once more (the scenario had not begun; nothing of it is retried).
+const BOOT_ATTEMPTS: u32 = 2;
 
 /// Why a scenario produced no console log to judge.
 #[derive(Debug, Error)]
@@ -40,6 +49,19 @@ pub enum HostError {
         /// The cause.
         #[source]
         source: io::Error,
+    },
+    /// The host never reached its `/init`, in every boot.
+    #[error(
+        "scenario {scenario}: the host did not reach its init within {secs} s in \
+         {BOOT_ATTEMPTS} boots (an emulator hang before the scenario); console tail:\n{tail}"
+    )]
+    NeverBooted {
+        /// The scenario.
+        scenario: String,
+        /// The boot deadline.
+        secs: u64,
+        /// The last lines of the last boot's console.
+        tail: String,
     },
     /// The scenario ran past its time limit; the log so far is attached.
     #[error("scenario {scenario} ran past {secs} s; console tail:\n{tail}")]
@@ -162,8 +184,34 @@ impl TieredHost {
     }
 
     /// Boots the host, runs `scenario` and returns its console once QEMU
-    /// exits (the host powers off after the scenario).
+    /// exits (the host powers off after the scenario). A host that does
+    /// not reach its `/init` within [`BOOT_DEADLINE`] is booted again, up
+    /// to [`BOOT_ATTEMPTS`] times.
     pub fn run(&self, scenario: &Scenario) -> Result<Console, HostError> {
+        let mut tail = String::new();
+        for attempt in 1..=BOOT_ATTEMPTS {
+            match self.boot(scenario)? {
+                Boot::Ran(console) => return Ok(console),
+                Boot::Hung(console) => {
+                    eprintln!(
+                        "{}: boot {attempt}/{BOOT_ATTEMPTS}: the host did not reach its init \
+                         within {} s",
+                        scenario.label(),
+                        BOOT_DEADLINE.as_secs()
+                    );
+                    tail = console.tail(20);
+                }
+            }
+        }
+        Err(HostError::NeverBooted {
+            scenario: scenario.label(),
+            secs: BOOT_DEADLINE.as_secs(),
+            tail,
+        })
+    }
+
+    /// One boot of the host for `scenario`.
+    fn boot(&self, scenario: &Scenario) -> Result<Boot, HostError> {
         let io = |what: String| move |source| HostError::Io { what, source };
         let log = self.log_path(scenario);
         let scratch = self.dir.join("run").join(scenario.label());
@@ -232,9 +280,19 @@ impl TieredHost {
         .stderr(Stdio::piped());
         let mut child = cmd.spawn().map_err(HostError::Spawn)?;
         let started = Instant::now();
+        let mut boot_checked = false;
         let status = loop {
             if let Some(status) = child.try_wait().map_err(io("wait for qemu".to_owned()))? {
                 break Some(status);
+            }
+            if !boot_checked && started.elapsed() > BOOT_DEADLINE {
+                boot_checked = true;
+                let text = fs::read_to_string(&log).unwrap_or_default();
+                if !text.contains(BOOT_MARK) {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Ok(Boot::Hung(Console::parse(&text)));
+                }
             }
             if started.elapsed() > scenario.timeout {
                 let _ = child.kill();
@@ -263,8 +321,18 @@ impl TieredHost {
             }
             Some(_) => {
                 let _ = fs::remove_dir_all(&scratch);
-                Ok(console)
+                Ok(Boot::Ran(console))
             }
         }
     }
+}
+
+/// How one boot of the host ended.
+enum Boot {
+    /// QEMU exited after the host ran (the console says how the scenario
+    /// went).
+    Ran(Console),
+    /// The host did not reach its `/init` by [`BOOT_DEADLINE`]; QEMU was
+    /// stopped.
+    Hung(Console),
 }
