@@ -43,12 +43,17 @@ impl Region {
     }
 
     fn ratio(&self) -> Option<f64> {
-        (self.looks > 0).then(|| f64::from(self.hits) / f64::from(self.looks))
+        hit_ratio(self.hits, self.looks)
     }
 
     fn recent_ratio(&self) -> Option<f64> {
-        (self.recent_looks > 0).then(|| f64::from(self.recent_hits) / f64::from(self.recent_looks))
+        hit_ratio(self.recent_hits, self.recent_looks)
     }
+}
+
+/// `hits / looks`, or `None` without a look.
+fn hit_ratio(hits: u32, looks: u32) -> Option<f64> {
+    (looks > 0).then(|| f64::from(hits) / f64::from(looks))
 }
 
 /// The regions of one VM.
@@ -131,10 +136,7 @@ impl Regions {
     /// so long that hot pages are caught in every window (saturation).
     /// `None` before any window.
     pub fn hottest_ratio(&self) -> Option<f64> {
-        let mut ratios: Vec<f64> = self.list.iter().filter_map(Region::recent_ratio).collect();
-        if ratios.is_empty() {
-            return None;
-        }
+        let mut ratios = self.recent_ratios()?;
         ratios.sort_unstable_by(|a, b| b.total_cmp(a));
         let top = ratios.len().div_ceil(10);
         Some(ratios[..top].iter().sum::<f64>() / top as f64)
@@ -145,13 +147,17 @@ impl Regions {
     /// caught in every window (the window is far too long). `None` before
     /// any window.
     pub fn median_ratio(&self) -> Option<f64> {
-        let mut ratios: Vec<f64> = self.list.iter().filter_map(Region::recent_ratio).collect();
-        if ratios.is_empty() {
-            return None;
-        }
+        let mut ratios = self.recent_ratios()?;
         let mid = ratios.len() / 2;
         let (_, median, _) = ratios.select_nth_unstable_by(mid, |a, b| a.total_cmp(b));
         Some(*median)
+    }
+
+    /// Each looked-at region's hit ratio since the last judgement; `None`
+    /// when no region was looked at.
+    fn recent_ratios(&self) -> Option<Vec<f64>> {
+        let ratios: Vec<f64> = self.list.iter().filter_map(Region::recent_ratio).collect();
+        (!ratios.is_empty()).then_some(ratios)
     }
 
     /// The sampler judged its window: the recent counts start again.
