@@ -299,19 +299,18 @@ impl Userfault {
         )
     }
 
-    /// Resolves minor faults in a range by mapping the page-cache pages.
-    /// Stops at the first page already mapped (`EEXIST`, a racing fault
-    /// resolved it), which counts as success.
-    pub fn continue_range(&self, start: u64, len: u64) -> Result<(), UffdError> {
-        self.continue_pages(start, len, false).map(|_| ())
-    }
-
     /// Maps every unmapped page-cache page of `[start, start + len)`,
     /// skipping pages already mapped and holes, with one `UFFDIO_CONTINUE` per run
     /// of unmapped pages. With `write_protect` the new entries keep
     /// userfaultfd write-protection (`UFFDIO_CONTINUE_MODE_WP`), so a
     /// writer into a range under migration still waits for the migrator.
-    /// Wakes threads waiting in the range. Returns the pages mapped.
+    /// Wakes threads waiting anywhere in the range, skipped pages included:
+    /// the kernel wakes only what a successful call mapped, and a thread
+    /// can wait on a page that was mapped without a wake (two first
+    /// touches of a fresh shmem page race: one allocates and maps it, the
+    /// other finds it in the page cache and takes a minor fault; the
+    /// handler's `UFFDIO_CONTINUE` then meets `EEXIST`). Returns the pages
+    /// mapped.
     pub fn continue_pages(
         &self,
         start: u64,
@@ -323,6 +322,7 @@ impl Userfault {
         let mut at = start;
         let mut mapped_pages = 0;
         let mut retries = 0;
+        let mut skipped = false;
         while at < end {
             let mut c = Continue {
                 range: Range {
@@ -345,7 +345,7 @@ impl Userfault {
             let done = u64::try_from(c.mapped).unwrap_or(0).min(end - at) & !(PAGE - 1);
             mapped_pages += done / PAGE;
             match result {
-                Ok(()) => return Ok(mapped_pages),
+                Ok(()) => break,
                 // The page after the mapped ones already has an entry
                 // (EEXIST), or is a hole with nothing to map (EFAULT: a
                 // page never touched): skip it.
@@ -353,6 +353,7 @@ impl Userfault {
                     if matches!(source.raw_os_error(), Some(libc::EEXIST | libc::EFAULT)) =>
                 {
                     at += done + PAGE;
+                    skipped = true;
                 }
                 // Interrupted: go on from where it stopped (a bounded
                 // number of times without progress).
@@ -364,6 +365,9 @@ impl Userfault {
                 }
                 Err(e) => return Err(e),
             }
+        }
+        if skipped {
+            self.wake(start, len)?;
         }
         Ok(mapped_pages)
     }

@@ -3,10 +3,10 @@
 //! touch and is mapped back; inside a migration window the page keeps its
 //! write-protection, so a writer still waits for the migrator.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use guest_memory::FrameId;
 use guest_memory::migrate::{GuardOptions, MinorFaultSink, WriteGuard};
@@ -66,6 +66,72 @@ fn view_of(mem: &TieredMemory, frame: usize) -> u64 {
     mem.tiers()[loc.tier.index()]
         .slot_view_addr(loc.slot)
         .unwrap()
+}
+
+/// Maps `page` from the page cache without waking its waiters
+/// (`UFFDIO_CONTINUE_MODE_DONTWAKE`): what a racing fault that allocates a
+/// fresh page does, seen from a thread that found it in the page cache.
+fn map_without_waking(uffd: i32, page: u64) {
+    const CONTINUE: u64 = (3 << 30) | (32 << 16) | (0xaa << 8) | 0x07;
+    const MODE_DONTWAKE: u64 = 1;
+    // struct uffdio_continue: range (start, len), mode, mapped.
+    let mut arg: [u64; 4] = [page, PAGE, MODE_DONTWAKE, 0];
+    // SAFETY: a 32-byte uffdio_continue the kernel reads and writes back.
+    let rc = unsafe { libc::ioctl(uffd, CONTINUE as _, arg.as_mut_ptr()) };
+    assert_eq!(rc, 0, "{}", std::io::Error::last_os_error());
+}
+
+/// The kernel function a thread sleeps in (`wchan`).
+fn sleeps_in(tid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/wchan")).unwrap_or_default()
+}
+
+/// A thread waiting in a minor fault on a page that was mapped behind the
+/// handler's back is woken: the handler's `UFFDIO_CONTINUE` meets
+/// `EEXIST`, and the kernel wakes nobody for a call that mapped nothing.
+#[test]
+fn a_waiter_on_a_page_mapped_behind_the_handler_is_woken() {
+    let (mem, guard, rec) = setup();
+    let host = mem.frames().host_addr(FrameId(1)).unwrap();
+    write_host_u64(host, 42);
+    zap(host, PAGE);
+    let tid = AtomicI32::new(0);
+    let done = AtomicBool::new(false);
+    thread::scope(|s| {
+        // Held, the window lock keeps the handler from resolving the fault.
+        let window = guard.lock_window();
+        let reader = s.spawn(|| {
+            // SAFETY: gettid has no preconditions.
+            tid.store(unsafe { libc::gettid() }, Ordering::SeqCst);
+            let value = read_host_u64(host);
+            done.store(true, Ordering::SeqCst);
+            value
+        });
+        let limit = Instant::now() + Duration::from_secs(60);
+        loop {
+            let t = tid.load(Ordering::SeqCst);
+            if t != 0 && sleeps_in(t).trim() == "handle_userfault" {
+                break;
+            }
+            assert!(Instant::now() < limit, "the reader never faulted");
+            thread::sleep(Duration::from_millis(1));
+        }
+        map_without_waking(guard.uffd().raw_fd(), host);
+        drop(window);
+        // Woken, the reader ends at once; never woken, it would wait
+        // forever, so the test wakes it itself before failing.
+        let limit = Instant::now() + Duration::from_secs(60);
+        while !done.load(Ordering::SeqCst) && Instant::now() < limit {
+            thread::sleep(Duration::from_millis(1));
+        }
+        let woken = done.load(Ordering::SeqCst);
+        if !woken {
+            guard.uffd().wake(host, PAGE).unwrap();
+        }
+        assert!(woken, "the handler left the reader waiting");
+        assert_eq!(reader.join().unwrap(), 42);
+    });
+    assert_eq!(rec.faults.lock().unwrap().as_slice(), [(host, false)]);
 }
 
 #[test]
