@@ -41,6 +41,11 @@ pub struct Cli {
     /// and remap.
     #[arg(long)]
     pub hugetlb: bool,
+
+    /// With the track suite: measure only this tracker (dirty-log,
+    /// fault-sample or combined) against the untracked baseline.
+    #[arg(long, value_name = "NAME", value_parser = parse_tracker_arg)]
+    pub tracker: Option<&'static str>,
     /// Override the copy batch size or the migrate, track or policy guest's RAM
     /// (K/M/G suffixes), e.g. for fast tests.
     #[arg(long, hide = true, value_parser = parse_size_arg)]
@@ -64,17 +69,31 @@ impl Cli {
             soak: self.soak,
             hugetlb: self.hugetlb,
             hold_until_write_waits: self.hold_until_write_waits,
+            tracker: self.tracker,
         }
     }
 
     /// The suites to run: the selection, or the soak alone with `--soak`
     /// (which only the migrate suite takes).
     pub fn suites(&self) -> Result<Vec<Suite>, String> {
+        if self.tracker.is_some() && self.suite != Selection::Track {
+            return Err("--tracker runs with the track suite only".to_owned());
+        }
         match (self.soak, self.suite) {
             (None, selection) => Ok(selection.suites()),
             (Some(_), Selection::Migrate) => Ok(vec![Suite::MigrateSoak]),
             (Some(_), _) => Err("--soak runs with the migrate suite only".to_owned()),
         }
+    }
+}
+
+fn parse_tracker_arg(text: &str) -> Result<&'static str, String> {
+    match crate::track::tracker(text) {
+        Some(t) if t.kind.is_some() => Ok(t.name),
+        _ => Err(format!(
+            "unknown tracker {text:?} (expected one of: {})",
+            crate::track::TRACKER_NAMES.join(", ")
+        )),
     }
 }
 
@@ -117,6 +136,7 @@ mod tests {
                 soak: None,
                 hugetlb: false,
                 hold_until_write_waits: false,
+                tracker: None,
             }
         );
     }
@@ -150,6 +170,24 @@ mod tests {
             );
         }
         assert!(Cli::try_parse_from(["tierbench", "migrate", "--soak", "lots"]).is_err());
+    }
+
+    #[test]
+    fn tracker_names_one_known_tracker_for_the_track_suite() {
+        let parse = |args: &[&str]| Cli::try_parse_from(args);
+        let one = parse(&["tierbench", "track", "--tracker", "dirty-log"]).unwrap();
+        assert_eq!(one.run_options().tracker, Some("dirty-log"));
+        assert_eq!(one.suites(), Ok(vec![Suite::Track]));
+        for bad in ["none", "dirty", ""] {
+            let err = parse(&["tierbench", "track", "--tracker", bad]).unwrap_err();
+            assert!(
+                err.to_string()
+                    .contains("dirty-log, fault-sample, combined"),
+                "{err}"
+            );
+        }
+        let elsewhere = parse(&["tierbench", "policy", "--tracker", "combined"]).unwrap();
+        assert!(elsewhere.suites().is_err());
     }
 
     #[test]

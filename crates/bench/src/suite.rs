@@ -140,6 +140,9 @@ pub struct RunOptions {
     pub hugetlb: bool,
     /// Migrate suite test hook (`--hold-until-write-waits`).
     pub hold_until_write_waits: bool,
+    /// Track suite: the one tracker to measure (`--tracker`), all when
+    /// `None`.
+    pub tracker: Option<&'static str>,
 }
 
 /// Why a suite failed.
@@ -185,8 +188,11 @@ pub fn run(suite: Suite, options: &RunOptions) -> Result<SuiteResult, SuiteError
             Ok(SuiteResult::MigrateSoak(migrate::run_soak(settings)?))
         }
         Suite::Track => {
-            let settings =
+            let mut settings =
                 TrackSettings::new(options.quick, options.bytes).map_err(TrackSuiteError::from)?;
+            if let Some(name) = options.tracker {
+                settings.keep_only(name);
+            }
             Ok(SuiteResult::Track(track::run(settings)?))
         }
         Suite::Policy => {
@@ -313,6 +319,7 @@ mod tests {
             soak: None,
             hugetlb: false,
             hold_until_write_waits: false,
+            tracker: None,
         };
         let err = run(Suite::Copy, &options).unwrap_err();
         assert!(matches!(err, SuiteError::Copy(CopySuiteError::Settings(_))));
@@ -346,6 +353,7 @@ mod tests {
             soak: Some(2),
             hugetlb: false,
             hold_until_write_waits: false,
+            tracker: None,
         };
         let err = run(Suite::MigrateSoak, &options).unwrap_err();
         assert!(

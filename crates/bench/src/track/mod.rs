@@ -55,7 +55,7 @@ pub use result::{
     WorkloadResult,
 };
 pub use settings::{SettingsError, TARGET_MAX_SLOWDOWN, TrackSettings, Variant};
-pub use trackers::{NONE, TRACKERS, TrackerSpec, tracker};
+pub use trackers::{NONE, TRACKER_NAMES, TRACKERS, TrackerSpec, tracker};
 
 /// Why the track suite failed.
 #[derive(Debug, Error)]

@@ -168,6 +168,11 @@ impl TrackSettings {
         })
     }
 
+    /// Measures only the tracker called `name` against the baseline.
+    pub fn keep_only(&mut self, name: &str) {
+        self.trackers.retain(|t| t == NONE || t == name);
+    }
+
     /// The payload's workload string for `workload` (`hotset` or `zipf`
     /// with their default parameters) over the suite's buffer.
     pub fn workload_args(&self, workload: &str) -> String {

@@ -37,6 +37,9 @@ pub static TRACKERS: &[TrackerSpec] = &[
     },
 ];
 
+/// The names of the trackers (the baseline left out), for messages.
+pub const TRACKER_NAMES: [&str; 3] = ["dirty-log", "fault-sample", "combined"];
+
 /// The tracker called `name`, if the suite knows it.
 pub fn tracker(name: &str) -> Option<&'static TrackerSpec> {
     TRACKERS.iter().find(|t| t.name == name)
@@ -55,6 +58,8 @@ mod tests {
             assert!(std::ptr::eq(tracker(t.name).unwrap(), t));
         }
         assert!(tracker("nope").is_none());
+        let named: Vec<_> = TRACKERS[1..].iter().map(|t| t.name).collect();
+        assert_eq!(named, TRACKER_NAMES);
     }
 
     #[test]
