@@ -4,6 +4,8 @@
 mod common;
 
 use std::fs;
+use std::thread;
+use std::time::{Duration, Instant};
 
 use page_copy::{CopyEngine, CopyRange, ThreadedConfig, ThreadedCopy};
 
@@ -53,5 +55,13 @@ fn one_pool_serves_a_thousand_calls() {
     }
     assert!(pool_chunks > 0, "pool threads never copied in 1000 calls");
     drop(engine);
+    // Drop joins the pool threads, but a joined thread stays listed in
+    // /proc/self/task until the kernel reaps it, a moment after the join
+    // returns: wait for the listing to catch up (bounded, so a thread
+    // Drop really left behind fails the test).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while thread_count() > threads - 2 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(1));
+    }
     assert_eq!(thread_count(), threads - 2, "Drop left pool threads behind");
 }
