@@ -6,12 +6,13 @@
 //! Arming a page (clearing its bit) write-protects it, and the guest's next
 //! write to it takes a fault. By default the tracker therefore arms a
 //! fixed budget of pages per second, whatever the guest's RAM: a
-//! [`WindowSampler`] thread opens short windows (a few milliseconds, every
-//! 100 ms by default), each arming the same number of pages in every
-//! DAMON-style region, and
-//! counts per frame how many windows looked at one of its pages and how
-//! many of those found it written: a frequency, where one bit per page and
-//! interval would mark nearly every page of a busy guest. `collect()`
+//! [`WindowSampler`] thread arms pages every period (100 ms by default),
+//! the same number in every DAMON-style region, peeks at them at growing
+//! offsets until the next period, and counts per frame the window-long
+//! stretches (a few milliseconds, adaptive) that looked at one of its
+//! pages until its first write, and how many ended in that write: a
+//! frequency, where one bit per page and interval would mark nearly every
+//! page of a busy guest. `collect()`
 //! takes the counts gathered since its last call and never waits. Full
 //! coverage (every page, the whole interval) is available for tests and
 //! short measurements.

@@ -48,5 +48,6 @@ pub use sample::{
 };
 pub use sampling_settings::{MIN_REGIONS, MIN_WINDOW_US, SamplingSettings, SamplingSettingsError};
 pub use window_sampler::{
-    AGGREGATION, FrameCounts, MIN_AGGREGATION_WINDOWS, PageProbe, SamplerReport, WindowSampler,
+    AGGREGATION, Credit, FrameCounts, MIN_AGGREGATION_WINDOWS, PageProbe, SamplerReport,
+    WindowClock, WindowSampler,
 };

@@ -116,18 +116,24 @@ impl Regions {
         }
     }
 
-    /// Records one window: `touched[i]` says whether the `i`-th page of the
-    /// last pick was touched (the regions have not changed since).
-    pub fn record(&mut self, touched: &[bool]) {
-        for (r, pages) in self.list.iter_mut().zip(touched.chunks(self.per_region)) {
+    /// Records one window: the `i`-th page of the last pick counted
+    /// `looks[i]` looks (sub-windows of the window's length) and was
+    /// touched in the last of them if `hits[i]` (the regions have not
+    /// changed since).
+    pub fn record(&mut self, looks: &[u32], hits: &[bool]) {
+        for (r, (looks, hits)) in self.list.iter_mut().zip(
+            looks
+                .chunks(self.per_region)
+                .zip(hits.chunks(self.per_region)),
+        ) {
             let (looks, hits) = (
-                pages.len() as u32,
-                pages.iter().filter(|&&t| t).count() as u32,
+                looks.iter().sum::<u32>(),
+                hits.iter().filter(|&&t| t).count() as u32,
             );
-            r.looks += looks;
-            r.hits += hits;
-            r.recent_looks += looks;
-            r.recent_hits += hits;
+            r.looks = r.looks.saturating_add(looks);
+            r.hits = r.hits.saturating_add(hits);
+            r.recent_looks = r.recent_looks.saturating_add(looks);
+            r.recent_hits = r.recent_hits.saturating_add(hits);
         }
     }
 
@@ -272,7 +278,7 @@ mod tests {
         // and the count never passes the budget.
         for _ in 0..20 {
             let n = r.list().len();
-            r.record(&vec![true; n]);
+            r.record(&vec![1; n], &vec![true; n]);
             r.adapt(&mut rng);
             covers_every_frame_once(&r);
             assert!(r.list().len() <= 64);
@@ -282,7 +288,7 @@ mod tests {
         // boundary is resolved by small regions, the cold rest by few.
         for _ in 0..30 {
             let touched: Vec<bool> = r.list().iter().map(|g| g.end <= 100).collect();
-            r.record(&touched);
+            r.record(&vec![1; touched.len()], &touched);
             r.adapt(&mut rng);
             covers_every_frame_once(&r);
             assert!(r.list().len() <= 64);
@@ -298,11 +304,16 @@ mod tests {
         let mut r = Regions::new(100, 512, 10, 10);
         assert_eq!(r.hottest_ratio(), None);
         let touched: Vec<bool> = (0..10).map(|i| i == 0).collect();
-        r.record(&touched);
+        r.record(&[1; 10], &touched);
         assert_eq!(r.hottest_ratio(), Some(1.0));
-        r.record(&[false; 10]);
+        r.record(&[1; 10], &[false; 10]);
         assert_eq!(r.hottest_ratio(), Some(0.5));
         assert_eq!(r.median_ratio(), Some(0.0));
+        // A page first touched in its third sub-window: one hit in three
+        // looks.
+        r.judged();
+        r.record(&[3, 1, 1, 1, 1, 1, 1, 1, 1, 1], &touched);
+        assert_eq!(r.hottest_ratio(), Some(1.0 / 3.0));
     }
 
     #[test]

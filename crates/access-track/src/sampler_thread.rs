@@ -1,15 +1,18 @@
 //! The thread that drives a [`WindowSampler`] on the clock: a window opens
-//! every period and stays open for the sampler's current window length;
+//! every period and is peeked at until the next one opens, each peek's
+//! evidence handed over at once;
 //! the tracker's `collect()` takes the counts gathered since its last call
 //! without waiting, so sampling goes on while the engine plans and
 //! migrates.
 
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::cpu_time::thread_cpu_time;
-use crate::stoppable::StoppableThread;
-use crate::window_sampler::{FrameCounts, PageProbe, SamplerReport, WindowSampler};
+use crate::stoppable::{StopFlag, StoppableThread};
+use crate::window_sampler::{
+    Credit, FrameCounts, PageProbe, SamplerReport, WindowClock, WindowSampler,
+};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -42,25 +45,30 @@ impl SamplerThread {
         let s = shared.clone();
         let thread = StoppableThread::spawn(name, move |halt| {
             let period = sampler.settings().period();
+            let frames = sampler.frames();
             let mut next = Instant::now();
             while !halt.stopping() {
-                let result =
-                    sampler.run_window(&mut probe, |w| halt.sleep_until(Instant::now() + w));
+                let mut clock = RealClock {
+                    halt: &halt,
+                    start: Instant::now(),
+                    shared: &s,
+                    frames,
+                };
+                let result = sampler.run_window(&mut probe, &mut clock);
                 sampler.set_cpu_ns(thread_cpu_time().map_or(0, |t| t.as_nanos() as u64));
                 {
                     let mut shared = s.lock().unwrap_or_else(PoisonError::into_inner);
-                    match result {
-                        Ok(()) => merge(&mut shared.counts, sampler.take_counts()),
-                        Err(e) => {
-                            shared.error.get_or_insert_with(|| Box::new(e));
-                        }
+                    if let Err(e) = result {
+                        shared.error.get_or_insert_with(|| Box::new(e));
                     }
                     shared.report = sampler.report();
                 }
+                // A window peeks until the period's end, so the next one
+                // normally starts at once; after an error (the window cut
+                // short) this waits out the period instead of spinning,
+                // and a busy host's late windows are not run back to back.
                 next += period;
                 let now = Instant::now();
-                // Behind (a busy host): skip the missed windows
-                // rather than run them back to back.
                 if next < now {
                     next = now;
                 }
@@ -73,7 +81,7 @@ impl SamplerThread {
         })
     }
 
-    /// The counts since the last take (`None`: no window finished), and the
+    /// The counts since the last take (`None`: no peek credited any), and the
     /// first error since then.
     pub fn take(&self) -> (Option<FrameCounts>, Option<BoxError>) {
         let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
@@ -89,17 +97,31 @@ impl SamplerThread {
     }
 }
 
-/// Adds `more` into `into`.
-fn merge(into: &mut Option<FrameCounts>, more: FrameCounts) {
-    match into {
-        None => *into = Some(more),
-        Some(c) => {
-            for (a, b) in c.looks.iter_mut().zip(&more.looks) {
-                *a = a.saturating_add(*b);
-            }
-            for (a, b) in c.hits.iter_mut().zip(&more.hits) {
-                *a = a.saturating_add(*b);
-            }
-        }
+/// Real time, cut short when the thread is asked to stop; hands each
+/// peek's credits to the tracker at once.
+struct RealClock<'a> {
+    halt: &'a StopFlag,
+    start: Instant,
+    shared: &'a Mutex<Shared>,
+    frames: usize,
+}
+
+impl WindowClock for RealClock<'_> {
+    fn start(&mut self) {
+        self.start = Instant::now();
+    }
+
+    fn wait_until(&mut self, offset: Duration) -> Duration {
+        self.halt.sleep_until(self.start + offset);
+        self.start.elapsed()
+    }
+
+    fn peeked(&mut self, credits: &mut Vec<Credit>) {
+        let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        shared
+            .counts
+            .get_or_insert_with(|| FrameCounts::new(self.frames))
+            .add(credits);
+        credits.clear();
     }
 }

@@ -1,8 +1,11 @@
-//! The windowed sampler: short windows, each arming the same number of
-//! pages in every region ([`Regions`]) and reading which were touched
-//! before it closed; per-frame counts of looks and hits, so a frame's hit
-//! ratio estimates how often its pages are touched (frequency), not just
-//! whether they were.
+//! The windowed sampler: every period it arms the same number of pages in
+//! every region ([`Regions`]) and peeks at them until the next period,
+//! dating each page's first touch in window-long stretches; per-frame
+//! counts of looks (stretches watched) and hits (stretches that ended in
+//! the first touch), so a frame's hit ratio estimates how often its pages
+//! are touched (frequency), not just whether they were. An armed page
+//! costs the guest its fault whenever it is first written before the
+//! re-arm, so the whole period is evidence, not only its first window.
 //!
 //! The pages looked at stay the same through an aggregation (about
 //! [`AGGREGATION`]); then the regions adapt and new pages are picked.
@@ -10,17 +13,17 @@
 //! left write-protected after its window costs the guest a fault at its
 //! next write, however late.
 //!
-//! The window adapts, judged every [`JUDGE_WINDOWS`] windows: when the
-//! hottest tenth of the regions is caught in
-//! nearly every look (saturation: the window is too long to tell hot from
-//! hotter) it shrinks, by half or by what the median region's rate
-//! says; when even they are rarely caught it grows to the
+//! The window (the stretch first touches are counted in) adapts, judged
+//! every [`JUDGE_WINDOWS`] windows: when the hottest tenth of the regions
+//! is caught in nearly every look (saturation: the window is too long to
+//! tell hot from hotter) it shrinks, by half or by what the median
+//! region's rate says; when even they are rarely caught it grows to the
 //! length that would catch them most of the time, up to the period. The
 //! budget is the pages armed per window times the windows per second,
 //! fixed by [`SamplingSettings`] whatever the guest's RAM.
 //!
 //! This type does no waiting of its own: [`SamplerThread`] drives it on
-//! a clock, tests drive it window by window.
+//! real time, tests on a simulated guest's [`WindowClock`].
 //!
 //! [`SamplerThread`]: crate::sampler_thread::SamplerThread
 
@@ -65,6 +68,72 @@ pub trait PageProbe {
     fn touched(&mut self, pages: &[u64], touched: &mut [bool]) -> Result<(), Self::Error>;
 }
 
+/// The time a window runs on: real time in the sampler thread, a
+/// simulated guest's in tests.
+pub trait WindowClock {
+    /// The pages were just armed: offsets count from now.
+    fn start(&mut self);
+
+    /// Waits until `offset` after the start and returns the offset
+    /// reached (later on a busy host; earlier when the sampler stops).
+    fn wait_until(&mut self, offset: Duration) -> Duration;
+
+    /// A peek credited its pages: a clock that hands the evidence on
+    /// drains `credits`; what it leaves stays for
+    /// [`WindowSampler::take_counts`].
+    fn peeked(&mut self, credits: &mut Vec<Credit>) {
+        let _ = credits;
+    }
+}
+
+/// Most peeks a window makes at one look per window length; after them
+/// the offsets double.
+const LINEAR_PEEKS: u32 = 4;
+
+/// When a window peeks at its pages: after 1, 2, .., [`LINEAR_PEEKS`]
+/// window lengths, then at doubling offsets, and last at the period's end
+/// (just before the next window re-arms): about ten peeks for a 0.5 ms
+/// window in a 100 ms period. A page first seen touched between two
+/// peeks is dated to their middle, so the first peeks, where saturated
+/// pages are caught, are exact.
+fn peek_offsets(window: Duration, period: Duration) -> impl Iterator<Item = Duration> {
+    let window = window.max(Duration::from_micros(1));
+    let period = period.max(window);
+    let mut step = 0u32;
+    let mut next = Some(window);
+    std::iter::from_fn(move || {
+        let now = next?;
+        step += 1;
+        next = (now < period).then(|| {
+            let later = if step < LINEAR_PEEKS {
+                now + window
+            } else {
+                now * 2
+            };
+            later.min(period)
+        });
+        Some(now)
+    })
+}
+
+/// The looks, in windows of length `window`, counted for a page first
+/// seen touched at a peek at offset `at` after one at `before` that did
+/// not see it: the windows wholly before `before`, and the middle of the
+/// ones between (touches as a Poisson process are memoryless, so every
+/// window-long stretch of the period is one look, and the first touch
+/// ends the page's looks: it stays writable until re-armed).
+fn looks_until(before: Duration, at: Duration, window: Duration) -> u32 {
+    let w = window.as_secs_f64().max(1e-9);
+    let middle = (before.as_secs_f64() + at.as_secs_f64()) / (2.0 * w) + 0.5;
+    (middle.round() as u32).max(1)
+}
+
+/// The looks of a page not touched by the last peek, at offset `last`.
+fn full_looks(last: Duration, window: Duration) -> u32 {
+    let w = window.as_secs_f64().max(1e-9);
+    ((last.as_secs_f64() / w).round() as u32).max(1)
+}
+
 /// Per-frame looks and hits since the counts were last taken.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FrameCounts {
@@ -72,6 +141,44 @@ pub struct FrameCounts {
     pub looks: Vec<u16>,
     /// Of those, windows whose page was touched.
     pub hits: Vec<u16>,
+}
+
+impl FrameCounts {
+    /// Zero counts for `frames` frames.
+    pub fn new(frames: usize) -> Self {
+        FrameCounts {
+            looks: vec![0; frames],
+            hits: vec![0; frames],
+        }
+    }
+
+    /// Adds `credits`; a credit for a frame outside the counts is
+    /// ignored, and one that would overflow a frame's looks stops that
+    /// frame's counts (looks and hits together, so its ratio stays right).
+    pub fn add(&mut self, credits: &[Credit]) {
+        for c in credits {
+            if let (Some(l), Some(h)) = (self.looks.get_mut(c.frame), self.hits.get_mut(c.frame)) {
+                let looks = u16::try_from(c.looks).unwrap_or(u16::MAX);
+                if let (Some(sum), Some(hits)) =
+                    (l.checked_add(looks), h.checked_add(u16::from(c.hit)))
+                {
+                    *l = sum;
+                    *h = hits;
+                }
+            }
+        }
+    }
+}
+
+/// What one peek credited one armed page with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Credit {
+    /// The page's frame.
+    pub frame: usize,
+    /// Looks (window-long stretches) since the page's last credit.
+    pub looks: u32,
+    /// Whether the last of them saw the page's first touch.
+    pub hit: bool,
 }
 
 /// Running totals of a sampler, for the stats.
@@ -83,9 +190,12 @@ pub struct SamplerReport {
     pub windows: u64,
     /// Pages armed, all windows together.
     pub armed_pages: u64,
-    /// Armed pages found touched (each one write fault for the guest
-    /// under the dirty log).
+    /// Armed pages found touched before the next window re-armed them
+    /// (each one write fault for the guest under the dirty log).
     pub hits: u64,
+    /// Looks counted, in windows of the window's length: an armed page
+    /// counts one per window-long stretch until its first touch.
+    pub looks: u64,
     /// The current window length.
     pub window: Duration,
     /// The current number of regions.
@@ -104,8 +214,18 @@ pub struct WindowSampler {
     rng: XorShift,
     window: Duration,
     picks: Vec<u64>,
+    /// Per pick, at the peek running: the looks credited and whether it
+    /// was hit; and the looks credited to it so far this window.
+    looks: Vec<u32>,
+    hit: Vec<bool>,
+    credited: Vec<u32>,
+    /// Picks not yet seen touched, their pages, and a peek's answer.
+    open: Vec<usize>,
+    open_pages: Vec<u64>,
     touched: Vec<bool>,
-    counts: FrameCounts,
+    /// Credits no clock has taken yet.
+    credits: Vec<Credit>,
+    frames: usize,
     pages_per_frame: u64,
     report: SamplerReport,
     /// Windows per aggregation.
@@ -141,11 +261,14 @@ impl WindowSampler {
             rng: XorShift::new(seed),
             window,
             picks: Vec::new(),
+            looks: Vec::new(),
+            hit: Vec::new(),
+            credited: Vec::new(),
+            open: Vec::new(),
+            open_pages: Vec::new(),
             touched: Vec::new(),
-            counts: FrameCounts {
-                looks: vec![0; frames],
-                hits: vec![0; frames],
-            },
+            credits: Vec::new(),
+            frames,
             pages_per_frame: pages_per_frame.max(1),
             aggregation: aggregation.max(MIN_AGGREGATION_WINDOWS),
             unjudged: 0,
@@ -155,6 +278,11 @@ impl WindowSampler {
     /// The settings in use.
     pub fn settings(&self) -> SamplingSettings {
         self.settings
+    }
+
+    /// Frames sampled.
+    pub fn frames(&self) -> usize {
+        self.frames
     }
 
     /// The window length now.
@@ -167,43 +295,72 @@ impl WindowSampler {
         self.report
     }
 
-    /// Runs one window: arms a page per region, calls `wait` with the
-    /// window length (the caller sleeps; tests let the simulated guest
-    /// run), reads the pages back and counts them. Every
+    /// Runs one window: arms a page per region, then peeks at the pages
+    /// not yet seen touched at growing offsets ([`peek_offsets`]) until
+    /// the next window's start, waiting on `clock` in between (the
+    /// sampler thread sleeps; tests let a simulated guest run). After
+    /// each peek every page still watched is credited the looks (of the
+    /// window's length) since its last credit, a page first seen touched
+    /// its looks up to the first touch ([`looks_until`]) and the hit, and
+    /// the clock is handed the credits ([`WindowClock::peeked`]), so the
+    /// evidence is out within a peek of being seen, not a period. Every
     /// aggregation (about [`AGGREGATION`]) the regions and the window
     /// adapt.
-    /// On an error the window is lost and nothing is counted.
+    /// On an error the window ends; what its earlier peeks credited stands.
     pub fn run_window<P: PageProbe>(
         &mut self,
         probe: &mut P,
-        wait: impl FnOnce(Duration),
+        clock: &mut impl WindowClock,
     ) -> Result<(), P::Error> {
         if self.report.windows % self.aggregation == 0 || self.picks.is_empty() {
             self.regions.pick(&mut self.rng, &mut self.picks);
         }
         probe.arm(&self.picks)?;
-        wait(self.window);
-        self.touched.clear();
-        self.touched.resize(self.picks.len(), false);
-        probe.touched(&self.picks, &mut self.touched)?;
-        self.regions.record(&self.touched);
-        for (&page, &hit) in self.picks.iter().zip(&self.touched) {
-            let frame = (page / self.pages_per_frame) as usize;
-            if let (Some(l), Some(h)) = (
-                self.counts.looks.get_mut(frame),
-                self.counts.hits.get_mut(frame),
-            ) {
-                // A full count stops both, so the ratio stays right.
-                if *l < u16::MAX {
-                    *l += 1;
-                    *h += u16::from(hit);
+        clock.start();
+        let n = self.picks.len();
+        self.credited.clear();
+        self.credited.resize(n, 0);
+        self.open.clear();
+        self.open.extend(0..n);
+        self.report.windows += 1;
+        self.report.armed_pages += n as u64;
+        let mut before = Duration::ZERO;
+        for offset in peek_offsets(self.window, self.settings.period()) {
+            let at = clock.wait_until(offset).max(before);
+            self.open_pages.clear();
+            self.open_pages
+                .extend(self.open.iter().map(|&i| self.picks[i]));
+            self.touched.clear();
+            self.touched.resize(self.open.len(), false);
+            probe.touched(&self.open_pages, &mut self.touched)?;
+            self.looks.clear();
+            self.looks.resize(n, 0);
+            self.hit.clear();
+            self.hit.resize(n, false);
+            let to_hit = looks_until(before, at, self.window);
+            let missed = full_looks(at, self.window);
+            let mut still = 0;
+            for k in 0..self.open.len() {
+                let i = self.open[k];
+                if self.touched[k] {
+                    // At least the look that hit.
+                    self.looks[i] = to_hit.saturating_sub(self.credited[i]).max(1);
+                    self.hit[i] = true;
+                } else {
+                    self.looks[i] = missed.saturating_sub(self.credited[i]);
+                    self.credited[i] += self.looks[i];
+                    self.open[still] = i;
+                    still += 1;
                 }
             }
+            self.open.truncate(still);
+            self.credit();
+            clock.peeked(&mut self.credits);
+            before = at;
+            if self.open.is_empty() {
+                break;
+            }
         }
-        let hits = self.touched.iter().filter(|&&t| t).count() as u64;
-        self.report.windows += 1;
-        self.report.armed_pages += self.picks.len() as u64;
-        self.report.hits += hits;
         self.unjudged += 1;
         let aggregated = self.report.windows % self.aggregation == 0;
         if aggregated || self.unjudged >= JUDGE_WINDOWS {
@@ -261,16 +418,31 @@ impl WindowSampler {
         self.report.window = self.window;
     }
 
-    /// The counts since the last call, zeroing them.
+    /// Credits one peek's looks and hits (`self.looks`, `self.hit`, per
+    /// pick) to the regions, the report and the credits not yet handed
+    /// out.
+    fn credit(&mut self) {
+        self.regions.record(&self.looks, &self.hit);
+        for ((&page, &looks), &hit) in self.picks.iter().zip(&self.looks).zip(&self.hit) {
+            if looks == 0 && !hit {
+                continue;
+            }
+            self.credits.push(Credit {
+                frame: (page / self.pages_per_frame) as usize,
+                looks,
+                hit,
+            });
+            self.report.looks += u64::from(looks);
+            self.report.hits += u64::from(hit);
+        }
+    }
+
+    /// The credits no clock took, as per-frame counts, and forgets them.
     pub fn take_counts(&mut self) -> FrameCounts {
-        let frames = self.counts.looks.len();
-        std::mem::replace(
-            &mut self.counts,
-            FrameCounts {
-                looks: vec![0; frames],
-                hits: vec![0; frames],
-            },
-        )
+        let mut counts = FrameCounts::new(self.frames);
+        counts.add(&self.credits);
+        self.credits.clear();
+        counts
     }
 
     /// Records the sampler thread's CPU time.
@@ -282,21 +454,26 @@ impl WindowSampler {
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;
+    use std::collections::HashMap;
     use std::convert::Infallible;
     use std::rc::Rc;
 
     use super::*;
 
-    /// A simulated guest for tests: page `p` of frame `f` is touched in a
-    /// window of length `w` with probability `1 − e^(−rate(f) · w)`
-    /// (accesses as a Poisson process), decided by a fixed-seed generator.
+    /// A simulated guest for tests: page `p` of frame `f`, once armed, is
+    /// first touched after an exponentially distributed time of mean
+    /// `1 / rate(f)` (accesses as a Poisson process), drawn by a
+    /// fixed-seed generator; a peek at offset `t` sees it touched if that
+    /// time is at most `t`.
     struct SimulatedGuest {
         rate_per_ms: Vec<f64>,
         pages_per_frame: u64,
-        /// The window being waited, set by the wait callback.
-        armed_for: Rc<Cell<Duration>>,
+        /// The offset since the pages were armed, set by the clock.
+        now: Rc<Cell<Duration>>,
         rng: XorShift,
         armed_per_window: Vec<usize>,
+        /// When each armed page is first touched, in ms after arming.
+        first_touch: HashMap<u64, f64>,
     }
 
     impl SimulatedGuest {
@@ -304,10 +481,15 @@ mod tests {
             SimulatedGuest {
                 rate_per_ms,
                 pages_per_frame: 512,
-                armed_for: Rc::new(Cell::new(Duration::ZERO)),
+                now: Rc::new(Cell::new(Duration::ZERO)),
                 rng: XorShift::new(3),
                 armed_per_window: Vec::new(),
+                first_touch: HashMap::new(),
             }
+        }
+
+        fn clock(&self) -> SimulatedClock {
+            SimulatedClock(self.now.clone())
         }
     }
 
@@ -316,24 +498,48 @@ mod tests {
 
         fn arm(&mut self, pages: &[u64]) -> Result<(), Infallible> {
             self.armed_per_window.push(pages.len());
+            self.first_touch.clear();
+            for &p in pages {
+                let rate = self.rate_per_ms[(p / self.pages_per_frame) as usize];
+                // Inverse transform: −ln(U) / rate, U uniform in (0, 1].
+                let u = (self.rng.below(1 << 20) + 1) as f64 / f64::from(1 << 20);
+                let at = if rate > 0.0 {
+                    -u.ln() / rate
+                } else {
+                    f64::INFINITY
+                };
+                self.first_touch.insert(p, at);
+            }
             Ok(())
         }
 
         fn touched(&mut self, pages: &[u64], touched: &mut [bool]) -> Result<(), Infallible> {
-            let ms = self.armed_for.get().as_secs_f64() * 1000.0;
-            for (t, &p) in touched.iter_mut().zip(pages) {
-                let rate = self.rate_per_ms[(p / self.pages_per_frame) as usize];
-                let chance = 1.0 - (-rate * ms).exp();
-                *t = (self.rng.below(1 << 20) as f64) < chance * f64::from(1 << 20);
+            let ms = self.now.get().as_secs_f64() * 1000.0;
+            for (t, p) in touched.iter_mut().zip(pages) {
+                *t = self.first_touch[p] <= ms;
             }
             Ok(())
         }
     }
 
+    /// The simulated guest's clock: waits take no time.
+    struct SimulatedClock(Rc<Cell<Duration>>);
+
+    impl WindowClock for SimulatedClock {
+        fn start(&mut self) {
+            self.0.set(Duration::ZERO);
+        }
+
+        fn wait_until(&mut self, offset: Duration) -> Duration {
+            self.0.set(offset);
+            offset
+        }
+    }
+
     fn run(sampler: &mut WindowSampler, guest: &mut SimulatedGuest, windows: usize) {
-        let clock = guest.armed_for.clone();
+        let mut clock = guest.clock();
         for _ in 0..windows {
-            sampler.run_window(guest, |w| clock.set(w)).unwrap();
+            sampler.run_window(guest, &mut clock).unwrap();
         }
     }
 
@@ -390,10 +596,10 @@ mod tests {
     #[test]
     fn a_guest_that_wakes_up_is_told_apart_within_two_windows() {
         // Idle through boot: the window grows to the period. Then every
-        // page is touched ten times a second and a hot eighth a hundred
-        // times more often: under the 100 ms window all are caught in
-        // every look. The next judgement cuts the window tenfold, to
-        // where the cold pages are caught 63 % of the time.
+        // page is touched a hundred times a second and a hot eighth a
+        // hundred times more often: under the 100 ms window all are
+        // caught in every look. The next judgement cuts the window
+        // tenfold, the most it cuts at once.
         let mut guest = SimulatedGuest::new(vec![0.0; 256]);
         let mut s = WindowSampler::new(256, 512, settings(), 1);
         let aggregation = s.aggregation as usize;
@@ -401,7 +607,7 @@ mod tests {
         assert_eq!(s.window(), settings().period());
         guest.rate_per_ms = (0..256).map(|f| if f < 32 { 10.0 } else { 0.1 }).collect();
         run(&mut s, &mut guest, JUDGE_WINDOWS as usize);
-        assert_eq!(s.window(), Duration::from_millis(10));
+        assert_eq!(s.window(), settings().period() / 10);
     }
 
     #[test]
@@ -423,6 +629,114 @@ mod tests {
                 guest.armed_per_window.iter().sum::<usize>() as u64
             );
         }
+    }
+
+    #[test]
+    fn peeks_are_exact_at_first_then_double_up_to_the_period() {
+        let ms = |v: f64| Duration::from_secs_f64(v / 1000.0);
+        let offsets = |w: f64, p: f64| -> Vec<f64> {
+            peek_offsets(ms(w), ms(p))
+                .map(|d| d.as_secs_f64() * 1000.0)
+                .collect()
+        };
+        assert_eq!(offsets(10.0, 100.0), [10.0, 20.0, 30.0, 40.0, 80.0, 100.0]);
+        assert_eq!(
+            offsets(0.5, 100.0),
+            [0.5, 1.0, 1.5, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 100.0]
+        );
+        assert_eq!(offsets(100.0, 100.0), [100.0]);
+        // A first touch between two peeks is dated to their middle.
+        assert_eq!(looks_until(ms(0.0), ms(10.0), ms(10.0)), 1);
+        assert_eq!(looks_until(ms(10.0), ms(20.0), ms(10.0)), 2);
+        assert_eq!(looks_until(ms(40.0), ms(80.0), ms(10.0)), 7);
+        assert_eq!(full_looks(ms(100.0), ms(10.0)), 10);
+        // A late peek (a busy host) counts the time that really passed.
+        assert_eq!(full_looks(ms(131.0), ms(10.0)), 13);
+    }
+
+    #[test]
+    fn a_touch_after_the_window_is_evidence_too() {
+        // Pages touched twice a second under a 10 ms window every 100 ms:
+        // 2 % are touched inside the window, 18 % before the next one.
+        // Every window-long stretch until the first touch is a look, so
+        // the hit ratio still estimates 1 − e^(−λw) = 2 %, on nine times
+        // the hits that the window alone would give.
+        let pinned = SamplingSettings {
+            budget_pages_per_sec: 16_384,
+            window_period_us: 100_000,
+            min_window_us: 10_000,
+            max_window_us: 10_000,
+        };
+        let mut guest = SimulatedGuest::new(vec![0.002; 256]);
+        let mut s = WindowSampler::new(256, 512, pinned, 1);
+        run(&mut s, &mut guest, 100);
+        let r = s.report();
+        let touched = r.hits as f64 / r.armed_pages as f64;
+        let expected = 1.0 - (-0.2f64).exp();
+        assert!(
+            (touched - expected).abs() < 0.02,
+            "touched before re-arming {touched}"
+        );
+        let ratio = r.hits as f64 / r.looks as f64;
+        let truth = 1.0 - (-0.02f64).exp();
+        assert!(
+            (ratio - truth).abs() < 0.1 * truth,
+            "hit ratio {ratio} for {truth}"
+        );
+        // A page never touched counts ten looks per window.
+        let mut idle = SimulatedGuest::new(vec![0.0; 256]);
+        let mut s = WindowSampler::new(256, 512, pinned, 1);
+        run(&mut s, &mut idle, 10);
+        assert_eq!(s.report().looks, 10 * s.report().armed_pages);
+    }
+
+    #[test]
+    fn each_peek_hands_its_evidence_out_at_once() {
+        // A clock that takes the credits at every peek: the hot pages'
+        // hits come out at the first peek (10 ms in), not at the period's
+        // end, and what it took adds up to what the sampler counted.
+        struct Publishing {
+            inner: SimulatedClock,
+            taken: Vec<(Duration, Vec<Credit>)>,
+        }
+        impl WindowClock for Publishing {
+            fn start(&mut self) {
+                self.inner.start();
+            }
+            fn wait_until(&mut self, offset: Duration) -> Duration {
+                self.inner.wait_until(offset)
+            }
+            fn peeked(&mut self, credits: &mut Vec<Credit>) {
+                self.taken
+                    .push((self.inner.0.get(), std::mem::take(credits)));
+            }
+        }
+        let rates: Vec<f64> = (0..256).map(|f| if f < 32 { 10.0 } else { 0.0 }).collect();
+        let mut guest = SimulatedGuest::new(rates);
+        let mut clock = Publishing {
+            inner: guest.clock(),
+            taken: Vec::new(),
+        };
+        let mut s = WindowSampler::new(256, 512, settings(), 1);
+        s.run_window(&mut guest, &mut clock).unwrap();
+        let (at, first) = &clock.taken[0];
+        assert_eq!(*at, START_WINDOW);
+        let hot_hits = first.iter().filter(|c| c.frame < 32 && c.hit).count();
+        assert!(hot_hits > 0 && first.iter().all(|c| c.frame < 32 || !c.hit));
+        let mut counts = FrameCounts::new(256);
+        for (_, credits) in &clock.taken {
+            counts.add(credits);
+        }
+        let r = s.report();
+        assert_eq!(
+            counts.looks.iter().map(|&l| u64::from(l)).sum::<u64>(),
+            r.looks
+        );
+        assert_eq!(
+            counts.hits.iter().map(|&h| u64::from(h)).sum::<u64>(),
+            r.hits
+        );
+        assert_eq!(s.take_counts(), FrameCounts::new(256));
     }
 
     #[test]
