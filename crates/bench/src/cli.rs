@@ -46,6 +46,12 @@ pub struct Cli {
     /// fault-sample or combined) against the untracked baseline.
     #[arg(long, value_name = "NAME", value_parser = parse_tracker_arg)]
     pub tracker: Option<&'static str>,
+    /// With the track suite: blocks of four phases (tracked and untracked,
+    /// ABBA or BAAB) in each paired run, 2 to 1000; more blocks narrow
+    /// the 95 % intervals (their width falls with the square root) and
+    /// take 8 s each.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=1000))]
+    pub blocks: Option<u32>,
     /// Override the copy batch size or the migrate, track or policy guest's RAM
     /// (K/M/G suffixes), e.g. for fast tests.
     #[arg(long, hide = true, value_parser = parse_size_arg)]
@@ -70,6 +76,7 @@ impl Cli {
             hugetlb: self.hugetlb,
             hold_until_write_waits: self.hold_until_write_waits,
             tracker: self.tracker,
+            blocks: self.blocks,
         }
     }
 
@@ -78,6 +85,9 @@ impl Cli {
     pub fn suites(&self) -> Result<Vec<Suite>, String> {
         if self.tracker.is_some() && self.suite != Selection::Track {
             return Err("--tracker runs with the track suite only".to_owned());
+        }
+        if self.blocks.is_some() && self.suite != Selection::Track {
+            return Err("--blocks runs with the track suite only".to_owned());
         }
         match (self.soak, self.suite) {
             (None, selection) => Ok(selection.suites()),
@@ -137,6 +147,7 @@ mod tests {
                 hugetlb: false,
                 hold_until_write_waits: false,
                 tracker: None,
+                blocks: None,
             }
         );
     }
@@ -187,6 +198,22 @@ mod tests {
             );
         }
         let elsewhere = parse(&["tierbench", "policy", "--tracker", "combined"]).unwrap();
+        assert!(elsewhere.suites().is_err());
+    }
+
+    #[test]
+    fn blocks_sets_the_paired_runs_length_for_the_track_suite_only() {
+        let parse = |args: &[&str]| Cli::try_parse_from(args);
+        let long = parse(&["tierbench", "track", "--blocks", "24"]).unwrap();
+        assert_eq!(long.run_options().blocks, Some(24));
+        assert_eq!(long.suites(), Ok(vec![Suite::Track]));
+        for bad in ["0", "1", "1001", "many"] {
+            assert!(
+                parse(&["tierbench", "track", "--blocks", bad]).is_err(),
+                "{bad}"
+            );
+        }
+        let elsewhere = parse(&["tierbench", "copy", "--blocks", "4"]).unwrap();
         assert!(elsewhere.suites().is_err());
     }
 

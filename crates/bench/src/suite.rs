@@ -143,6 +143,9 @@ pub struct RunOptions {
     /// Track suite: the one tracker to measure (`--tracker`), all when
     /// `None`.
     pub tracker: Option<&'static str>,
+    /// Track suite: blocks of four phases per paired run (`--blocks`),
+    /// the suite's default when `None`.
+    pub blocks: Option<u32>,
 }
 
 /// Why a suite failed.
@@ -192,6 +195,9 @@ pub fn run(suite: Suite, options: &RunOptions) -> Result<SuiteResult, SuiteError
                 TrackSettings::new(options.quick, options.bytes).map_err(TrackSuiteError::from)?;
             if let Some(name) = options.tracker {
                 settings.keep_only(name);
+            }
+            if let Some(blocks) = options.blocks {
+                settings.paired_blocks = blocks;
             }
             Ok(SuiteResult::Track(track::run(settings)?))
         }
@@ -320,6 +326,7 @@ mod tests {
             hugetlb: false,
             hold_until_write_waits: false,
             tracker: None,
+            blocks: None,
         };
         let err = run(Suite::Copy, &options).unwrap_err();
         assert!(matches!(err, SuiteError::Copy(CopySuiteError::Settings(_))));
@@ -354,6 +361,7 @@ mod tests {
             hugetlb: false,
             hold_until_write_waits: false,
             tracker: None,
+            blocks: None,
         };
         let err = run(Suite::MigrateSoak, &options).unwrap_err();
         assert!(
