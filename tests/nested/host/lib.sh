@@ -60,8 +60,9 @@ make_devdax() {
 # The integrity campaign's switches (tests/nested/tests/campaign.rs):
 # tiervisor.shuffle=N adds --shuffle N (random moves, exchanges once the
 # fast tier is full); tiervisor.migration=off runs with no migrator and
-# no tiering engine, as the baseline. Prints its exit code and its JSON
-# report.
+# no tiering engine, as the baseline; tiervisor.engine=off keeps the
+# migrator (and the shuffle) but runs no tiering engine, so no tracker
+# arms pages. Prints its exit code and its JSON report.
 run_tiervisor() {
 	corrupt=$(cmdline_value tiervisor.corrupt 0)
 	if [ "$corrupt" != 0 ]; then
@@ -83,6 +84,10 @@ run_tiervisor() {
 		done
 		set -- "$@" --no-tiering
 		fact campaign migration=off
+	fi
+	if [ "$(cmdline_value tiervisor.engine on)" = off ]; then
+		set -- "$@" --no-tiering
+		fact campaign engine=off
 	fi
 	shuffle=$(cmdline_value tiervisor.shuffle 0)
 	if [ "$shuffle" != 0 ]; then

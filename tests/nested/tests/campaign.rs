@@ -8,7 +8,11 @@
 //! first.
 //!
 //! `TIERVISOR_CAMPAIGN_RUNS` sets the runs per loop (default 2: the short
-//! loop of the test command); each run's result is appended to
+//! loop of the test command), and `TIERVISOR_CAMPAIGN_WORDS` adds
+//! space-separated words to each run's kernel command line (to split a
+//! failure's causes, for example `tiervisor.engine=off`: the shuffle
+//! without the tiering engine and its tracker); each run's result is
+//! appended to
 //! `target/nested/campaign.tsv` (the build directory's), and the console
 //! log of each failed run is kept as `logs/campaign-LABEL-RUN.log`.
 //! Needs `TIERVISOR_NESTED_DIR` like the scenarios; without it each test
@@ -68,7 +72,11 @@ fn campaign(test: &str, scenario: Scenario, migration: Migration, judge: Judge) 
     };
     let _one = ONE_HOST.lock().unwrap_or_else(|e| e.into_inner());
     let host = TieredHost::new(&dir).unwrap();
-    let scenario = scenario.with(&migration.word());
+    let mut scenario = scenario.with(&migration.word());
+    let words = std::env::var("TIERVISOR_CAMPAIGN_WORDS").unwrap_or_default();
+    for word in words.split_whitespace() {
+        scenario = scenario.with(word);
+    }
     let total = runs();
     let mut failures = Vec::new();
     for run in 1..=total {
@@ -105,7 +113,8 @@ fn campaign(test: &str, scenario: Scenario, migration: Migration, judge: Judge) 
 
 /// Appends one run's result to `DIR/campaign.tsv`.
 fn record(dir: &Path, test: &str, run: usize, outcome: &str, seconds: f64) {
-    let line = format!("{test}\t{run}\t{outcome}\t{seconds:.1}\n");
+    let words = std::env::var("TIERVISOR_CAMPAIGN_WORDS").unwrap_or_default();
+    let line = format!("{test}\t{run}\t{outcome}\t{seconds:.1}\t{words}\n");
     let file = fs::OpenOptions::new()
         .create(true)
         .append(true)
