@@ -169,6 +169,7 @@ fn run(args: &RunArgs, signals: &StopSignals) -> ExitCode {
         }
         _ => None,
     };
+    let memory = vm.memory().clone();
     let outcome = match &server_config {
         None => run_here(&mut vm, &mut status, signals, grace),
         Some(cfg) => run_with_api(vm, &config, cfg.clone(), &mut status, signals, grace),
@@ -178,14 +179,17 @@ fn run(args: &RunArgs, signals: &StopSignals) -> ExitCode {
     let RunOutcome {
         end,
         guest,
-        tiers,
         tiering,
-        check,
         stopped_by_signal,
     } = match outcome {
         Ok(o) => o,
         Err(message) => return fail(EXIT_SETUP, &format!("error: {message}")),
     };
+    // Only now that the engine and the shuffler have stopped does no
+    // exchange run: checked earlier, a frame caught mid-exchange would
+    // read as a backing mismatch.
+    let check = PlacementCheck::run(&memory);
+    let tiers = memory.tier_usage();
     let label = match &config.payload {
         PayloadSource::Linux(boot) => format!("linux {}", boot.kernel.display()),
         _ => config.args.clone(),
@@ -242,12 +246,8 @@ struct RunOutcome {
     end: VmEnd,
     /// The guest's reports.
     guest: Arc<GuestState>,
-    /// Tier occupancy.
-    tiers: Vec<guest_memory::TierUsage>,
     /// The engine's last counters.
     tiering: Option<tiering::EngineStats>,
-    /// The end-of-run placement check.
-    check: PlacementCheck,
     /// The stop signal that ended it, if one did.
     stopped_by_signal: Option<SignalStop>,
 }
@@ -279,9 +279,7 @@ fn run_here(
     Ok(RunOutcome {
         end,
         guest: vm.state().clone(),
-        tiers: vm.memory().tier_usage(),
         tiering: vm.engine().map(|e| (*e.stats()).clone()),
-        check: PlacementCheck::run(vm.memory()),
         stopped_by_signal: signal.map(|s| SignalStop {
             signal: s.name().into(),
             hard_stop: stop.stopped_hard(),
@@ -342,13 +340,10 @@ fn run_with_api(
     // asks meanwhile sees it shut down, not gone.
     let _ = controller.delete_vm();
     server.stop();
-    let check = PlacementCheck::run(&memory);
     Ok(RunOutcome {
         end,
         guest,
-        tiers: memory.tier_usage(),
         tiering,
-        check,
         stopped_by_signal,
     })
 }

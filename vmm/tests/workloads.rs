@@ -253,6 +253,11 @@ fn shuffle_migrates_frames_under_a_verifying_guest() {
             m["aborted"].as_u64().unwrap() * 20 <= m["moved"].as_u64().unwrap(),
             "few aborts: {m}"
         );
+        // The end-of-run check runs after the shuffler stopped, so it
+        // never sees a frame mid-exchange.
+        let check = &report["placement_check"];
+        assert!(check["backing_error"].is_null(), "{check}");
+        assert_eq!(check["leaked_slots"], 0, "{check}");
     }
 }
 
