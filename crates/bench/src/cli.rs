@@ -52,6 +52,11 @@ pub struct Cli {
     /// take 8 s each.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=1000))]
     pub blocks: Option<u32>,
+    /// With the track suite: only the paired runs (the slowdown the
+    /// issue-24 target judges), without the fresh-VM repetitions and the
+    /// heat-model timing.
+    #[arg(long)]
+    pub paired_only: bool,
     /// Override the copy batch size or the migrate, track or policy guest's RAM
     /// (K/M/G suffixes), e.g. for fast tests.
     #[arg(long, hide = true, value_parser = parse_size_arg)]
@@ -77,6 +82,7 @@ impl Cli {
             hold_until_write_waits: self.hold_until_write_waits,
             tracker: self.tracker,
             blocks: self.blocks,
+            paired_only: self.paired_only,
         }
     }
 
@@ -88,6 +94,9 @@ impl Cli {
         }
         if self.blocks.is_some() && self.suite != Selection::Track {
             return Err("--blocks runs with the track suite only".to_owned());
+        }
+        if self.paired_only && self.suite != Selection::Track {
+            return Err("--paired-only runs with the track suite only".to_owned());
         }
         match (self.soak, self.suite) {
             (None, selection) => Ok(selection.suites()),
@@ -148,6 +157,7 @@ mod tests {
                 hold_until_write_waits: false,
                 tracker: None,
                 blocks: None,
+                paired_only: false,
             }
         );
     }
@@ -199,6 +209,16 @@ mod tests {
         }
         let elsewhere = parse(&["tierbench", "policy", "--tracker", "combined"]).unwrap();
         assert!(elsewhere.suites().is_err());
+    }
+
+    #[test]
+    fn paired_only_is_for_the_track_suite_only() {
+        let parse = |args: &[&str]| Cli::try_parse_from(args).unwrap();
+        let track = parse(&["tierbench", "track", "--paired-only"]);
+        assert!(track.run_options().paired_only);
+        assert_eq!(track.suites(), Ok(vec![Suite::Track]));
+        let elsewhere = parse(&["tierbench", "policy", "--paired-only"]);
+        assert!(elsewhere.suites().unwrap_err().contains("track suite only"));
     }
 
     #[test]

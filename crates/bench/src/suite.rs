@@ -146,6 +146,8 @@ pub struct RunOptions {
     /// Track suite: blocks of four phases per paired run (`--blocks`),
     /// the suite's default when `None`.
     pub blocks: Option<u32>,
+    /// Track suite: the paired runs alone (`--paired-only`).
+    pub paired_only: bool,
 }
 
 /// Why a suite failed.
@@ -198,6 +200,9 @@ pub fn run(suite: Suite, options: &RunOptions) -> Result<SuiteResult, SuiteError
             }
             if let Some(blocks) = options.blocks {
                 settings.paired_blocks = blocks;
+            }
+            if options.paired_only {
+                settings.keep_paired_only();
             }
             Ok(SuiteResult::Track(track::run(settings)?))
         }
@@ -327,6 +332,7 @@ mod tests {
             hold_until_write_waits: false,
             tracker: None,
             blocks: None,
+            paired_only: false,
         };
         let err = run(Suite::Copy, &options).unwrap_err();
         assert!(matches!(err, SuiteError::Copy(CopySuiteError::Settings(_))));
@@ -362,6 +368,7 @@ mod tests {
             hold_until_write_waits: false,
             tracker: None,
             blocks: None,
+            paired_only: false,
         };
         let err = run(Suite::MigrateSoak, &options).unwrap_err();
         assert!(

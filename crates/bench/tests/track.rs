@@ -175,6 +175,52 @@ fn quick_track_suite_reports_every_tracker_on_every_workload() {
     assert!(markdown.contains("| 1 TiB | 524288 |"));
 }
 
+/// `--paired-only`: the paired runs of the one tracker asked for, judged,
+/// and nothing of the fresh-VM runs or the heat model (no empty tables or
+/// charts either).
+#[test]
+fn paired_only_runs_the_paired_runs_alone() {
+    let (files, _) = quick_suite(
+        "track",
+        "track-paired-only",
+        &[
+            "--bytes",
+            "128M",
+            "--tracker",
+            "dirty-log",
+            "--blocks",
+            "2",
+            "--paired-only",
+        ],
+    );
+    let (json, svg, md) = (files.json, files.svg, files.md);
+    let report = BenchReport::from_json(&fs::read_to_string(&json).unwrap()).unwrap();
+    let [SuiteResult::Track(result)] = report.results.as_slice() else {
+        panic!("expected one track result, got {:?}", report.results);
+    };
+    assert!(result.workloads.is_empty() && result.heat.is_empty());
+    let paired: Vec<(&str, &str)> = result
+        .paired
+        .iter()
+        .map(|p| (p.workload.as_str(), p.tracker.as_str()))
+        .collect();
+    assert_eq!(paired, [("hotset", "dirty-log"), ("zipf", "dirty-log")]);
+    for p in &result.paired {
+        assert_eq!(p.block_slowdowns.len(), 2, "{p:?}");
+        assert!(p.slowdown.is_some_and(f64::is_finite), "{p:?}");
+    }
+    assert_eq!(result.target.per_interval.len(), 1);
+    let svgs: Vec<String> = fs::read_dir(&svg)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(svgs, ["track-paired.svg"]);
+    let markdown = fs::read_to_string(&md).unwrap();
+    assert!(markdown.contains("| workload | tracker | interval | untracked Mops/s |"));
+    assert!(!markdown.contains("| workload | tracker | interval | Mops/s |"));
+    assert!(!markdown.contains("| 1 TiB |"));
+}
+
 #[test]
 fn guest_too_small_is_refused() {
     let out = tierbench(&["track", "--quick", "--bytes", "32M"]);

@@ -31,14 +31,26 @@ const HOTTEST: Rgb = Rgb(214, 39, 40);
 const TARGET: Rgb = Rgb(214, 39, 40);
 
 /// Writes `track-throughput.svg`, `track-paired.svg` and `track-heat.svg`
-/// into `dir` (which must exist) and returns the paths.
+/// into `dir` (which must exist) and returns the paths; a chart of what
+/// was not measured (`--paired-only`) is not written.
 pub fn write_svgs(result: &TrackResult, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     let mut written = Vec::new();
-    for (name, chart) in [
-        ("track-throughput.svg", throughput_chart(result)),
-        ("track-paired.svg", paired_chart(result)),
-        ("track-heat.svg", heat_chart(result)),
+    for (name, chart, measured) in [
+        (
+            "track-throughput.svg",
+            throughput_chart(result),
+            !result.workloads.is_empty(),
+        ),
+        ("track-paired.svg", paired_chart(result), true),
+        (
+            "track-heat.svg",
+            heat_chart(result),
+            !result.heat.is_empty(),
+        ),
     ] {
+        if !measured {
+            continue;
+        }
         let path = dir.join(name);
         chart.write_svg(&path)?;
         written.push(path);

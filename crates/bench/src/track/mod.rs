@@ -149,9 +149,11 @@ pub fn run(settings: TrackSettings) -> Result<TrackResult, TrackSuiteError> {
             }
         }
     }
+    // Without repetitions (`--paired-only`) there is nothing to build.
     let results = workloads
         .iter()
         .zip(&measured)
+        .filter(|_| settings.repetitions > 0)
         .map(|(workload, runs)| {
             WorkloadResult::build(&settings, workload, &variants, runs)
                 .ok_or_else(|| TrackSuiteError::NoRuns(workload.clone()))

@@ -426,14 +426,20 @@ impl TrackResult {
     }
 
     /// Throughput, tracker cost and heat-model tables.
+    /// (A table of what was not measured, `--paired-only`, is left out.)
     pub fn tables(&self) -> Result<Vec<Table>, RowWidthError> {
-        Ok(vec![
+        let mut tables = vec![
             paired_table(&self.settings, &self.paired)?,
             paired_cpu_table(&self.paired)?,
-            self.throughput_table()?,
-            self.cost_table()?,
-            self.heat_table()?,
-        ])
+        ];
+        if !self.workloads.is_empty() {
+            tables.push(self.throughput_table()?);
+            tables.push(self.cost_table()?);
+        }
+        if !self.heat.is_empty() {
+            tables.push(self.heat_table()?);
+        }
+        Ok(tables)
     }
 
     fn throughput_table(&self) -> Result<Table, RowWidthError> {

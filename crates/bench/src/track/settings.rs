@@ -168,6 +168,13 @@ impl TrackSettings {
         })
     }
 
+    /// Runs the paired runs alone: no fresh-VM repetitions, no heat-model
+    /// timing.
+    pub fn keep_paired_only(&mut self) {
+        self.repetitions = 0;
+        self.heat_frames.clear();
+    }
+
     /// Measures only the tracker called `name` against the baseline.
     pub fn keep_only(&mut self, name: &str) {
         self.trackers.retain(|t| t == NONE || t == name);
@@ -217,12 +224,20 @@ impl TrackSettings {
 
     /// One line describing the method, for reports.
     pub fn describe(&self) -> String {
+        let fresh = if self.repetitions == 0 {
+            "no fresh-VM runs (--paired-only)".to_owned()
+        } else {
+            format!(
+                "{} interleaved repetitions, each running every tracker and interval once (order \
+                 alternating), a fresh VM per run",
+                self.repetitions
+            )
+        };
         format!(
             "{} guest on {} vCPUs, {} frames, one memfd tier, no migration; workloads {} over a \
              {} buffer ({} phases of {} s, the first not counted); trackers {} at their default \
              settings, collect() every {} ms from one host thread that also feeds the heat \
-             model; {} interleaved repetitions, each running every tracker and interval once \
-             (order alternating), a fresh VM per run; then {} paired runs per workload and \
+             model; {}; then {} paired runs per workload and \
              tracker, each a fresh VM of {} blocks of 4 phases in which the tracker runs in \
              half (ABBA, BAAB)",
             format_size(self.guest_bytes),
@@ -238,7 +253,7 @@ impl TrackSettings {
                 .map(u64::to_string)
                 .collect::<Vec<_>>()
                 .join(" and "),
-            self.repetitions,
+            fresh,
             self.paired_repetitions,
             self.paired_blocks,
         )
