@@ -6,7 +6,7 @@
 //! Arming a page (clearing its bit) write-protects it, and the guest's next
 //! write to it takes a fault. By default the tracker therefore arms a
 //! fixed budget of pages per second, whatever the guest's RAM: a
-//! [`WindowSampler`] thread arms pages every period (100 ms by default),
+//! [`WindowSampler`] thread arms pages every period (200 ms by default),
 //! the same number in every DAMON-style region, peeks at them at growing
 //! offsets until the next period, and counts per frame the window-long
 //! stretches (a few milliseconds, adaptive) that looked at one of its

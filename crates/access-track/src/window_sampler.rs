@@ -14,7 +14,7 @@
 //! next write, however late.
 //!
 //! The window (the stretch first touches are counted in) adapts, judged
-//! every [`JUDGE_WINDOWS`] windows: when the hottest tenth of the regions
+//! about every [`JUDGE_EVERY`] (at least every window): when the hottest tenth of the regions
 //! is caught in nearly every look (saturation: the window is too long to
 //! tell hot from hotter) it shrinks, by half or by what the median
 //! region's rate says; when even they are rarely caught it grows to the
@@ -48,8 +48,11 @@ const TARGET: f64 = 0.7;
 const TYPICAL: f64 = 0.25;
 /// Most a window grows, or shrinks, at one judgement.
 const MAX_GROWTH: f64 = 10.0;
-/// Windows between judgements of the window's length.
-const JUDGE_WINDOWS: u64 = 2;
+/// Time between judgements of the window's length, rounded up to whole
+/// windows: the same time at any period, so a longer period does not
+/// slow the window's adaptation (every second window at a 200 ms period
+/// found the first hot set after boot an interval late).
+const JUDGE_EVERY: Duration = Duration::from_millis(200);
 /// The first window (within the settings' bounds): long enough to catch a
 /// fast guest's hot pages, short enough not to saturate them for long.
 const START_WINDOW: Duration = Duration::from_millis(10);
@@ -230,6 +233,8 @@ pub struct WindowSampler {
     report: SamplerReport,
     /// Windows per aggregation.
     aggregation: u64,
+    /// Windows between judgements of the window's length.
+    judge_windows: u64,
     /// Windows since the window's length was last judged.
     unjudged: u64,
 }
@@ -245,6 +250,7 @@ impl WindowSampler {
         // included: AGGREGATION is one default interval).
         let period = settings.period().max(Duration::from_micros(1));
         let aggregation = (AGGREGATION.as_micros() / period.as_micros()) as u64;
+        let judge_windows = JUDGE_EVERY.as_micros().div_ceil(period.as_micros()) as u64;
         let window = START_WINDOW.clamp(
             Duration::from_micros(u64::from(settings.min_window_us)),
             Duration::from_micros(u64::from(settings.max_window_us)),
@@ -271,6 +277,7 @@ impl WindowSampler {
             frames,
             pages_per_frame: pages_per_frame.max(1),
             aggregation: aggregation.max(MIN_AGGREGATION_WINDOWS),
+            judge_windows: judge_windows.max(1),
             unjudged: 0,
         }
     }
@@ -363,7 +370,7 @@ impl WindowSampler {
         }
         self.unjudged += 1;
         let aggregated = self.report.windows % self.aggregation == 0;
-        if aggregated || self.unjudged >= JUDGE_WINDOWS {
+        if aggregated || self.unjudged >= self.judge_windows {
             self.judge_window();
         }
         if aggregated {
@@ -374,7 +381,7 @@ impl WindowSampler {
     }
 
     /// Re-judges the window's length from the windows since the last
-    /// judgement (every [`JUDGE_WINDOWS`], not every aggregation: its
+    /// judgement (about every [`JUDGE_EVERY`], not every aggregation: its
     /// length costs nothing to change, and a guest that went from idle to
     /// busy under a long window should not be sampled saturated for long).
     fn judge_window(&mut self) {
@@ -588,9 +595,13 @@ mod tests {
             (l + u64::from(c.looks[f]), h + u64::from(c.hits[f]))
         });
         let ratio = hits as f64 / looks as f64;
-        // 1 − e^(−0.15) = 0.14 at the 100 ms period: ten times the 10 ms
-        // window's evidence.
-        assert!((0.09..0.2).contains(&ratio), "hot hit ratio {ratio}");
+        // 1 − e^(−1.5/s × period): 0.26 at the default 200 ms period,
+        // twenty times the 10 ms window's evidence.
+        let expected = 1.0 - (-0.0015 * settings().period().as_secs_f64() * 1000.0).exp();
+        assert!(
+            (expected * 0.7..expected * 1.3).contains(&ratio),
+            "hot hit ratio {ratio}, expected about {expected}"
+        );
     }
 
     #[test]
@@ -606,8 +617,41 @@ mod tests {
         run(&mut s, &mut guest, 2 * aggregation);
         assert_eq!(s.window(), settings().period());
         guest.rate_per_ms = (0..256).map(|f| if f < 32 { 10.0 } else { 0.1 }).collect();
-        run(&mut s, &mut guest, JUDGE_WINDOWS as usize);
+        let judge = s.judge_windows as usize;
+        run(&mut s, &mut guest, judge);
         assert_eq!(s.window(), settings().period() / 10);
+    }
+
+    #[test]
+    fn the_window_is_judged_as_often_at_any_period() {
+        // A guest busy enough to saturate any window: the first shrink
+        // comes after about JUDGE_EVERY of windows at every period, at
+        // least one window, never a whole extra period late.
+        for period_ms in [20u32, 50, 100, 200, 400] {
+            let settings = SamplingSettings {
+                budget_pages_per_sec: 8_192,
+                window_period_us: period_ms * 1000,
+                min_window_us: 500,
+                max_window_us: period_ms * 1000,
+            };
+            let mut guest = SimulatedGuest::new(vec![1000.0; 256]);
+            let mut s = WindowSampler::new(256, 512, settings, 1);
+            let start = s.window();
+            let mut windows = 0u32;
+            while s.window() == start {
+                run(&mut s, &mut guest, 1);
+                windows += 1;
+            }
+            let elapsed = settings.period() * windows;
+            assert!(
+                elapsed >= JUDGE_EVERY.min(settings.period()),
+                "{period_ms} ms: {windows} windows"
+            );
+            assert!(
+                elapsed < JUDGE_EVERY + settings.period(),
+                "{period_ms} ms: {windows} windows"
+            );
+        }
     }
 
     #[test]
