@@ -90,7 +90,7 @@ mod tests {
              exchange       on\n\
              pinned         none\n\
              heat           read weight 1, write weight 2, half-life 1.0 s\n\
-             sampling       8192 pages/s, a window every 100000 us, 500..100000 us long\n"
+             sampling       8192 pages/s, a window every 200000 us, 500..200000 us long\n"
         );
         policy.fast_quota.min_bytes = 2 << 20;
         policy.threshold = Threshold::Manual { heat: 500.0 };
