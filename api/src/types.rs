@@ -189,6 +189,8 @@ pub struct VmCounters {
     pub log_lines_suppressed: u64,
     /// Per-tier occupancy.
     pub tiers: Vec<TierUsage>,
+    /// Bytes per frame (what a tier's frames come to in bytes).
+    pub frame_size: u64,
 }
 
 /// Every frame's tier and heat, as the VMM hands it to the server.

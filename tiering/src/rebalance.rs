@@ -15,6 +15,9 @@ pub(crate) struct Rebalance {
     deadline: Duration,
     moved: u64,
     state: RebalanceState,
+    /// How long it ran, once it ended (done or failed): its elapsed time
+    /// stops there.
+    ran: Option<Duration>,
 }
 
 impl Rebalance {
@@ -26,6 +29,7 @@ impl Rebalance {
             deadline,
             moved: 0,
             state: RebalanceState::Running,
+            ran: None,
         }
     }
 
@@ -79,9 +83,12 @@ impl Rebalance {
             .saturating_sub(headroom_bytes.div_ceil(frame_size) * frame_size);
         let within = bytes <= self.target_bytes;
         let filled = bytes + frame_size > fill_to || slow_movable == 0;
+        let elapsed = self.started.elapsed();
         if within && filled {
             self.state = RebalanceState::Done;
-        } else if self.started.elapsed() > self.deadline {
+            self.ran = Some(elapsed);
+        } else if elapsed > self.deadline {
+            self.ran = Some(elapsed);
             self.state = RebalanceState::Failed {
                 reason: format!(
                     "deadline passed with {bytes} bytes on the fast tier for a quota of {} \
@@ -99,7 +106,7 @@ impl Rebalance {
             start_bytes: self.start_bytes,
             fast_bytes,
             moved_frames: self.moved,
-            elapsed_ms: ms(self.started.elapsed()),
+            elapsed_ms: ms(self.ran.unwrap_or_else(|| self.started.elapsed())),
             deadline_ms: ms(self.deadline),
             state: self.state.clone(),
         }
@@ -124,6 +131,24 @@ mod tests {
         let late = Rebalance::new(64 * MIB, 128 * MIB, Duration::from_millis(1));
         std::thread::sleep(Duration::from_millis(2));
         assert_eq!(late.pace(64, 32, Duration::from_millis(200)), 32);
+    }
+
+    #[test]
+    fn elapsed_time_stops_when_it_ends() {
+        let mut r = Rebalance::new(64 * MIB, 128 * MIB, Duration::from_secs(60));
+        r.advance(32, 100, 32, 2 * MIB, 0);
+        let done = r.progress(64 * MIB);
+        assert_eq!(done.state, RebalanceState::Done);
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(r.progress(64 * MIB).elapsed_ms, done.elapsed_ms);
+
+        let mut late = Rebalance::new(64 * MIB, 128 * MIB, Duration::from_millis(1));
+        std::thread::sleep(Duration::from_millis(2));
+        late.advance(40, 100, 0, 2 * MIB, 0);
+        let failed = late.progress(80 * MIB);
+        assert!(matches!(failed.state, RebalanceState::Failed { .. }));
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(late.progress(80 * MIB).elapsed_ms, failed.elapsed_ms);
     }
 
     #[test]

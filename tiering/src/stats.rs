@@ -100,7 +100,8 @@ pub struct RebalanceProgress {
     pub fast_bytes: u64,
     /// Frames moved for it so far.
     pub moved_frames: u64,
-    /// Milliseconds since it started.
+    /// Milliseconds since it started; once it ended (done or failed), how
+    /// long it ran.
     pub elapsed_ms: u64,
     /// Its deadline in milliseconds from the start.
     pub deadline_ms: u64,

@@ -342,6 +342,7 @@ impl VmmControl for MemoryVmm {
                 log_lines: 7,
                 log_lines_suppressed: 1,
                 tiers: vm.usage(),
+                frame_size: vm.config.memory.frame_size,
             })
         })
     }

@@ -465,6 +465,7 @@ impl VmmControl for VmController {
             log_lines: guest.log_printed.load(Ordering::Relaxed),
             log_lines_suppressed: guest.log_suppressed.load(Ordering::Relaxed),
             tiers: memory.tier_usage(),
+            frame_size: memory.frame_size(),
         })
     }
 

@@ -149,7 +149,7 @@ pub fn render_counters(counters: &VmCounters) -> String {
         "guest log: {} lines printed, {} suppressed\n\n",
         counters.log_lines, counters.log_lines_suppressed
     ));
-    out.push_str(&tier_table(&counters.tiers, None));
+    out.push_str(&tier_table(&counters.tiers, Some(counters.frame_size)));
     out
 }
 
@@ -278,6 +278,7 @@ mod tests {
             log_lines: 12,
             log_lines_suppressed: 3,
             tiers: info().tiers,
+            frame_size: 2 * MIB,
         };
         let text = render_counters(&counters);
         assert!(text.starts_with(
@@ -288,6 +289,9 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("384/1024"), "{text}");
+        // Bytes, not "-": the counters carry the frame size.
+        assert!(!text.contains(" - "), "{text}");
+        assert!(text.contains("768 MiB     2 GiB"), "{text}");
     }
 
     #[test]

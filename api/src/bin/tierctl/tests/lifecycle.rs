@@ -33,6 +33,7 @@ fn vmm(request: &Request) -> Reply {
                 log_lines: 3,
                 log_lines_suppressed: 0,
                 tiers: samples::tiers(),
+                frame_size: 2 * MIB,
             },
         ),
         ("GET", "/api/v1/vm.tiering") => json(200, &TieringPolicy::with_quota(64 * MIB)),
