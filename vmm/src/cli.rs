@@ -137,7 +137,8 @@ fn parse_tcp_addr(s: &str) -> Result<SocketAddr, String> {
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Embedded workload and its arguments, `NAME[:KEY=VALUE,...]`
-    /// (hotset, zipf, pmbench, stream, memcheck; see docs/payload-abi.md).
+    /// (hotset, zipf, pmbench, stream, memcheck, idle; see
+    /// docs/payload-abi.md).
     /// With --payload, this string is passed to that payload instead.
     #[arg(long, value_name = "NAME[:ARGS]")]
     pub workload: Option<String>,
@@ -166,7 +167,7 @@ pub struct RunArgs {
     #[arg(long, default_value = "1G", value_parser = parse_size_arg)]
     pub memory: u64,
     /// A memory tier, fastest first; repeat for each tier:
-    /// `name=NAME,backend=memfd|file,size=SIZE[,numa-node=N][,hugetlb=on][,path=PATH]`.
+    /// `name=NAME,backend=memfd|file,size=SIZE[,numa-node=N][,hugetlb=on][,prealloc=on][,path=PATH]`.
     /// Default: `dram` with a quarter of guest RAM and `slow` with the rest.
     #[arg(long = "tier", value_name = "SPEC")]
     pub tiers: Vec<TierSpec>,
@@ -188,7 +189,14 @@ pub struct RunArgs {
     /// How frames move between tiers: `none`, `remap` (userfaultfd
     /// write-protect, copy, remap), `remap-precopy` (copy while the guest
     /// runs, KVM dirty log for the delta) or `kernel` (move_pages).
-    #[arg(long, default_value = "none", value_name = "KIND")]
+    /// Default: `remap` while the tiering engine runs, `none` with
+    /// --no-tiering.
+    #[arg(
+        long,
+        default_value = "none",
+        hide_default_value = true,
+        value_name = "KIND"
+    )]
     pub migrator: MigratorKind,
     /// Copy engine of the remap migrators: `cpu`, `threads[:N][:pin]`.
     #[arg(long, value_name = "SPEC")]
@@ -421,6 +429,30 @@ mod tests {
             Command::Run(args) => *args,
             Command::Serve(_) => unreachable!("a run command line"),
         }
+    }
+
+    /// The help names every embedded workload and every `--tier` key, and
+    /// the migrator's real default.
+    #[test]
+    fn run_help_matches_what_run_accepts() {
+        use clap::CommandFactory;
+        let mut cli = Cli::command();
+        let help = cli
+            .find_subcommand_mut("run")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        for name in workloads::NAMES {
+            assert!(help.contains(name), "run --help omits workload {name}");
+        }
+        for key in guest_memory::TIER_SPEC_KEYS {
+            assert!(help.contains(&format!("{key}=")), "run --help omits {key}=");
+        }
+        assert!(!help.contains("[default: none]"), "{help}");
+        assert!(
+            help.contains("Default: `remap` while the tiering engine runs"),
+            "{help}"
+        );
     }
 
     #[test]

@@ -83,6 +83,6 @@ pub use size::{
 };
 pub use size_limits::{DEFAULT_FRAME_SIZE, MAX_SIZE, MIN_FRAME_SIZE};
 pub use slots::{SlotAllocator, SlotError};
-pub use tier_spec::{BackendSpec, TierSpec, TierSpecError};
+pub use tier_spec::{BackendSpec, TIER_SPEC_KEYS, TierSpec, TierSpecError};
 pub use tiered::{TierUsage, TieredMemory};
 pub use verify::VerifyError;

@@ -12,7 +12,8 @@ use thiserror::Error;
 use crate::size::{SizeError, format_size_arg, parse_size};
 
 /// Keys a tier specification may contain.
-const KEYS: [&str; 7] = [
+/// The keys a `--tier` spec takes.
+pub const TIER_SPEC_KEYS: [&str; 7] = [
     "name",
     "backend",
     "size",
@@ -142,7 +143,7 @@ impl<'a> RawItems<'a> {
                 .split_once('=')
                 .ok_or_else(|| TierSpecError::NotKeyValue(item.to_owned()))?;
             let key = key.trim();
-            let known = KEYS
+            let known = TIER_SPEC_KEYS
                 .iter()
                 .find(|k| **k == key)
                 .ok_or_else(|| TierSpecError::UnknownKey(key.to_owned()))?;
