@@ -245,8 +245,25 @@ fn full_lifecycle_keeps_every_guest_write() {
     assert_eq!(progress(&c.vm_counters().unwrap()), paused);
     assert_eq!(wrong_state(c.pause_vm().unwrap_err()), VmState::Paused);
     assert_eq!(wrong_state(c.boot_vm().unwrap_err()), VmState::Paused);
-    // The engine goes on while the vCPUs are parked.
+    // The engine goes on while the vCPUs are parked: a rebalance is
+    // accepted (docs/api.md) and done while paused.
     assert!(c.tiering_stats().is_ok());
+    c.rebalance(RebalanceRequest {
+        fast_bytes: 16 * MIB,
+        deadline_ms: 60_000,
+    })
+    .unwrap();
+    assert!(
+        wait_for(Duration::from_secs(120), || c
+            .rebalance_progress()
+            .unwrap()
+            .is_some_and(
+                |p| p.target_bytes == 16 * MIB && p.state == RebalanceState::Done
+            )),
+        "{:?}",
+        c.rebalance_progress()
+    );
+    assert_eq!(c.vm_info().unwrap().state, VmState::Paused);
 
     // Resume: they move again.
     c.resume_vm().unwrap();

@@ -132,7 +132,8 @@ pub(crate) fn vm_tiering_frames(
         (status = 400, description = "The request is malformed or a value is wrong; \
             `detail.field` names it", body = ErrorBody),
         (status = 404, description = "No VM has been created", body = ErrorBody),
-        (status = 409, description = "Tiering is off for this VM, or the VM does not run",
+        (status = 409, description = "Tiering is off for this VM, or the VM is neither \
+            running nor paused (a paused VM's engine goes on, and so does its rebalance)",
             body = ErrorBody),
     ),
 )]
