@@ -140,8 +140,62 @@ impl std::fmt::Display for VmState {
 pub struct VmEndInfo {
     /// Every vCPU exited with code 0 (or stopped on request).
     pub success: bool,
+    /// The kind of end, for machines (the `/metrics` label).
+    pub kind: VmEndKind,
     /// One line for humans.
     pub description: String,
+}
+
+/// The kinds of end a VM can come to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum VmEndKind {
+    /// Every vCPU exited with code 0.
+    Success,
+    /// The guest powered itself off.
+    PowerOff,
+    /// The guest asked for a CPU reset; tiervisor ends the VM (a success).
+    GuestReset,
+    /// Stopped on request (`vm.shutdown`, a stop signal) before the guest
+    /// ended on its own.
+    Stopped,
+    /// A vCPU exited with a non-zero code: the guest reported an error.
+    GuestExit,
+    /// A vCPU failed (a triple fault, an exit the VMM refuses): the guest
+    /// crashed.
+    Failed,
+    /// The VM's timeout elapsed.
+    TimedOut,
+    /// The VM could not run: an error of the VMM, not the guest.
+    VmmError,
+}
+
+impl VmEndKind {
+    /// Every kind, in a fixed order.
+    pub const ALL: [VmEndKind; 8] = [
+        VmEndKind::Success,
+        VmEndKind::PowerOff,
+        VmEndKind::GuestReset,
+        VmEndKind::Stopped,
+        VmEndKind::GuestExit,
+        VmEndKind::Failed,
+        VmEndKind::TimedOut,
+        VmEndKind::VmmError,
+    ];
+
+    /// Its name, as serialized.
+    pub fn name(self) -> &'static str {
+        match self {
+            VmEndKind::Success => "success",
+            VmEndKind::PowerOff => "power-off",
+            VmEndKind::GuestReset => "guest-reset",
+            VmEndKind::Stopped => "stopped",
+            VmEndKind::GuestExit => "guest-exit",
+            VmEndKind::Failed => "failed",
+            VmEndKind::TimedOut => "timed-out",
+            VmEndKind::VmmError => "vmm-error",
+        }
+    }
 }
 
 /// `vm.info`.

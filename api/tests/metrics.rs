@@ -155,6 +155,10 @@ fn metrics_parse_back_with_the_vms_values() {
         find(&samples, "tiervisor_vm_state", &[vm, ("state", "running")]),
         1.0
     );
+    assert!(
+        !samples.iter().any(|s| s.0 == "tiervisor_vm_end"),
+        "no end before the VM ended"
+    );
     assert_eq!(
         find(&samples, "tiervisor_vm_state", &[vm, ("state", "paused")]),
         0.0
@@ -228,6 +232,17 @@ fn metrics_parse_back_with_the_vms_values() {
         if name != "tiervisor_build_info" {
             assert_eq!(labels.get("vm").map(String::as_str), Some("vm0"), "{name}");
         }
+    }
+
+    // Once it ended, how: one kind 1, the others 0.
+    c.put("/api/v1/vm.shutdown").unwrap();
+    let ended = parse(&c.get_text("/metrics").unwrap());
+    assert_eq!(
+        find(&ended, "tiervisor_vm_end", &[vm, ("kind", "stopped")]),
+        1.0
+    );
+    for kind in ["success", "failed", "guest-exit", "timed-out", "vmm-error"] {
+        assert_eq!(find(&ended, "tiervisor_vm_end", &[vm, ("kind", kind)]), 0.0);
     }
 }
 

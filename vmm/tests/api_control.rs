@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use api::types::{
-    MigrationBody, PayloadConfig, RebalanceRequest, VmConfigBody, VmCounters, VmState,
+    MigrationBody, PayloadConfig, RebalanceRequest, VmConfigBody, VmCounters, VmEndKind, VmState,
 };
 use api::{ControlError, VmmControl};
 use guest_abi::{Op, Request};
@@ -286,6 +286,7 @@ fn full_lifecycle_keeps_every_guest_write() {
     assert_eq!(info.state, VmState::Shutdown);
     let end = info.end.unwrap();
     assert!(end.success, "{end:?}");
+    assert_eq!(end.kind, VmEndKind::Success, "{end:?}");
     assert_eq!(c.end(), Some(VmEnd::Success), "{end:?}");
     assert_eq!(parts.guest.reports().len(), 2, "each vCPU reported");
     parts.memory.verify_backing().unwrap();
@@ -351,7 +352,9 @@ fn paused_time_does_not_count_towards_the_timeout() {
             seconds: timeout.as_secs_f64()
         })
     );
-    assert!(!c.vm_info().unwrap().end.unwrap().success);
+    let end = c.vm_info().unwrap().end.unwrap();
+    assert!(!end.success);
+    assert_eq!(end.kind, VmEndKind::TimedOut);
 }
 
 #[test]
@@ -409,6 +412,7 @@ fn a_guest_that_ends_on_its_own_shows_its_end() {
     assert!(c.wait_for_shutdown(Duration::from_secs(10)));
     let end = c.vm_info().unwrap().end.unwrap();
     assert!(!end.success);
+    assert_eq!(end.kind, VmEndKind::GuestExit);
     assert_eq!(end.description, "guest exited with code 7 on vCPU 0");
     assert_eq!(c.end(), Some(VmEnd::GuestExit { vcpu: 0, code: 7 }));
     std::fs::remove_dir_all(&dir).unwrap();
@@ -460,6 +464,7 @@ fn a_guest_that_never_exits_is_parked_and_stopped_by_kicks() {
     assert_eq!(c.end(), Some(VmEnd::Stopped));
     let end = c.vm_info().unwrap().end.unwrap();
     assert!(end.success, "a stop on request is not a failure");
+    assert_eq!(end.kind, VmEndKind::Stopped);
     assert_eq!(end.description, "guest stopped by the VMM");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -17,8 +17,8 @@ use utoipa::OpenApi;
 
 use api::openapi::ApiDoc;
 use api::types::{
-    FrameSnapshot, RebalanceRequest, VcpuCounters, VmConfigBody, VmCounters, VmInfo, VmState,
-    VmmPingResponse,
+    FrameSnapshot, RebalanceRequest, VcpuCounters, VmConfigBody, VmCounters, VmEndInfo, VmEndKind,
+    VmInfo, VmState, VmmPingResponse,
 };
 use api::{ApiClient, ApiServer, ControlError, ServerConfig, VmmControl};
 use guest_memory::{BackendSpec, TierUsage};
@@ -320,7 +320,12 @@ impl VmmControl for MemoryVmm {
                 tiers: vm.usage(),
                 tiering: vm.policy.is_some(),
                 uptime_ms: vm.booted.map_or(0, |b| b.elapsed().as_millis() as u64),
-                end: None,
+                // The stand-in's guests only end on request.
+                end: (vm.state == VmState::Shutdown).then(|| VmEndInfo {
+                    success: true,
+                    kind: VmEndKind::Stopped,
+                    description: "guest stopped by the VMM".into(),
+                }),
             })
         })
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use api::types::{VmConfigBody, VmEndInfo, VmState};
+use api::types::{VmConfigBody, VmEndInfo, VmEndKind, VmState};
 use guest_memory::{Migrator, TieredMemory};
 use tiering::Engine;
 
@@ -116,6 +116,7 @@ impl VmRecord {
                     Ok(end) => {
                         let info = VmEndInfo {
                             success: end.is_success(),
+                            kind: end_kind(&end),
                             description: end.describe(),
                         };
                         (Some(end), info, Some(outcome.vm))
@@ -123,6 +124,7 @@ impl VmRecord {
                     Err(e) => {
                         let info = VmEndInfo {
                             success: false,
+                            kind: VmEndKind::VmmError,
                             description: format!("the VM could not run: {}", error_chain(&e)),
                         };
                         (None, info, Some(outcome.vm))
@@ -132,6 +134,7 @@ impl VmRecord {
             Ok(None) | Err(_) => {
                 let info = VmEndInfo {
                     success: false,
+                    kind: VmEndKind::VmmError,
                     description: "the VM's run thread failed".into(),
                 };
                 (None, info, None)
@@ -180,5 +183,18 @@ pub(crate) fn poll_until(
             return false;
         }
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The API's kind of `end`.
+fn end_kind(end: &VmEnd) -> VmEndKind {
+    match end {
+        VmEnd::Success => VmEndKind::Success,
+        VmEnd::PowerOff { .. } => VmEndKind::PowerOff,
+        VmEnd::GuestReset { .. } => VmEndKind::GuestReset,
+        VmEnd::Stopped => VmEndKind::Stopped,
+        VmEnd::GuestExit { .. } => VmEndKind::GuestExit,
+        VmEnd::Failed { .. } => VmEndKind::Failed,
+        VmEnd::TimedOut { .. } => VmEndKind::TimedOut,
     }
 }

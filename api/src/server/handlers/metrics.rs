@@ -10,7 +10,7 @@ use crate::server::api_error::ApiError;
 use crate::server::prometheus::{Exposition, Kind, Value};
 use crate::server::response::{PROMETHEUS_TEXT, Response};
 use crate::server::router::Request;
-use crate::types::{VmCounters, VmInfo, VmState};
+use crate::types::{VmCounters, VmEndKind, VmInfo, VmState};
 
 /// Metrics in the Prometheus text format.
 ///
@@ -84,6 +84,22 @@ fn vm_metrics(page: &mut Exposition, info: &VmInfo) {
             .iter()
             .map(|(l, on)| (&l[..], Value::from(*on))),
     );
+    // Once the VM ended: how, so an alert can tell a guest that finished
+    // from one that crashed.
+    if let Some(end) = &info.end {
+        let end_labels: Vec<([(&str, &str); 2], bool)> = VmEndKind::ALL
+            .iter()
+            .map(|k| ([("vm", vm), ("kind", k.name())], *k == end.kind))
+            .collect();
+        page.family(
+            "tiervisor_vm_end",
+            Kind::Gauge,
+            "Once the VM ended: 1 for how it ended (success, power-off, guest-reset, stopped, \
+             guest-exit: the guest reported an error, failed: it crashed, timed-out, vmm-error), \
+             0 for the others.",
+            end_labels.iter().map(|(l, on)| (&l[..], Value::from(*on))),
+        );
+    }
     let vm_label: &[(&str, &str)] = &[("vm", vm)];
     page.single(
         "tiervisor_vm_memory_bytes",

@@ -159,7 +159,7 @@ mod tests {
 
     use guest_memory::{MemoryConfig, TierUsage};
 
-    use api::types::{MigrationBody, VcpuCounters, VmConfigBody, VmEndInfo, VmState};
+    use api::types::{MigrationBody, VcpuCounters, VmConfigBody, VmEndInfo, VmEndKind, VmState};
 
     use super::*;
 
@@ -249,6 +249,7 @@ mod tests {
         ended.state = VmState::Shutdown;
         ended.end = Some(VmEndInfo {
             success: false,
+            kind: VmEndKind::GuestExit,
             description: "vCPU 1 exited with code 3".into(),
         });
         let text = render_info(&ended);
