@@ -53,7 +53,8 @@ fn default_vcpus() -> u32 {
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum PayloadConfig {
     /// A workload built into tiervisor: `NAME[:KEY=VALUE,...]`
-    /// (hotset, zipf, pmbench, stream, memcheck; docs/payload-abi.md).
+    /// (hotset, zipf, pmbench, stream, memcheck, idle;
+    /// docs/payload-abi.md).
     Workload {
         /// The workload and its arguments.
         spec: String,

@@ -4,11 +4,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use api::types::PayloadConfig;
 use api::{ApiServer, VmmControl};
 use clap::Parser;
 
 use vmm::cli::{Cli, Command, RunArgs, ServeArgs};
-use vmm::controller::{ControllerOptions, VmController, config_body};
+use vmm::controller::{ControllerOptions, EndedVm, VmController, config_body};
 use vmm::devices::hypercall::LogSink;
 use vmm::error_chain;
 use vmm::graceful_stop::GracefulStop;
@@ -70,7 +71,11 @@ fn serve(args: &ServeArgs, signals: &StopSignals) -> ExitCode {
     {
         return fail(EXIT_SETUP, &format!("error: {e}"));
     }
-    let controller = VmController::with_options(stderr_log(), controller_options(grace));
+    let options = ControllerOptions {
+        keep_ended: true,
+        ..controller_options(grace)
+    };
+    let controller = VmController::with_options(stderr_log(), options);
     let server = match ApiServer::start(config, controller.clone()) {
         Ok(s) => s,
         Err(e) => return fail(EXIT_SETUP, &format!("error: {}", error_chain(&e))),
@@ -86,6 +91,7 @@ fn serve(args: &ServeArgs, signals: &StopSignals) -> ExitCode {
     // would cut off that answer), or a stop signal: then the VM (if one
     // runs) stops as on vm.shutdown and the server ends.
     while !server.wait_for_shutdown_timeout(SIGNAL_POLL) {
+        print_ended(&controller);
         if let Some(signal) = signals.received() {
             if let Err(e) = controller.shutdown_vmm() {
                 eprintln!("tiervisor: {}: {e}", signal.name());
@@ -98,7 +104,40 @@ fn serve(args: &ServeArgs, signals: &StopSignals) -> ExitCode {
     }
     let _ = controller.delete_vm();
     server.stop();
+    print_ended(&controller);
     ExitCode::SUCCESS
+}
+
+/// Prints the end-of-run report (phases, tiering, placement check) of
+/// each VM that ended since the last call, as `tiervisor run` does for
+/// its one VM.
+fn print_ended(controller: &VmController) {
+    for ended in controller.take_ended() {
+        let EndedVm {
+            config,
+            end,
+            parts,
+            tiering,
+        } = ended;
+        let label = match &config.payload {
+            PayloadConfig::Workload { spec } => spec.clone(),
+            PayloadConfig::Elf { path, args } => format!("{} {args}", path.display()),
+            PayloadConfig::Kernel { kernel, .. } => format!("linux {}", kernel.display()),
+        };
+        let mut report = RunReport::collect(
+            &label,
+            config.vcpus,
+            config.memory.size,
+            parts.memory.frame_size(),
+            &parts.guest,
+            &parts.memory.tier_usage(),
+            end,
+        );
+        report.tiering = tiering;
+        report.placement_check = Some(PlacementCheck::run(&parts.memory));
+        println!("vm {}:", config.id);
+        print!("{}", report.render());
+    }
 }
 
 /// How often a waiting loop looks for a stop signal.

@@ -253,9 +253,20 @@ fn serve_drives_a_vm_through_its_life_over_the_unix_socket() {
     assert_eq!(call(&c, "GET", "vm.info", None).0, 404);
 
     assert_eq!(call(&c, "PUT", "vmm.shutdown", None).0, 204);
-    let (code, _) = vmm.wait(Duration::from_secs(60));
+    let (code, out) = vmm.wait(Duration::from_secs(60));
     assert_eq!(code, 0);
     assert!(!socket.exists(), "the socket outlived the VMM");
+    // The VM's end-of-run report, as `tiervisor run` prints it: its
+    // phases, what the engine did and the placement check.
+    for expected in [
+        "vm e2e:\n",
+        "phase  vcpu",
+        "tiering: ",
+        "placement check: ok",
+        "result: guest exited successfully",
+    ] {
+        assert!(out.contains(expected), "missing {expected:?} in\n{out}");
+    }
 }
 
 #[test]

@@ -69,6 +69,9 @@ pub struct ControllerOptions {
     pub stop_timeout: Duration,
     /// When a created VM's tiering engine starts.
     pub engine_start: EngineStart,
+    /// Keep each VM that ends for [`VmController::take_ended`] (`tiervisor
+    /// serve` prints its report); off, nothing is kept.
+    pub keep_ended: bool,
 }
 
 impl Default for ControllerOptions {
@@ -78,6 +81,7 @@ impl Default for ControllerOptions {
             shutdown_grace: Duration::from_secs(2),
             stop_timeout: Duration::from_secs(5),
             engine_start: EngineStart::AtBoot,
+            keep_ended: false,
         }
     }
 }
@@ -96,6 +100,20 @@ pub struct VmParts {
     pub migrator: Option<Arc<dyn Migrator>>,
 }
 
+/// A VM that ended, as [`VmController::take_ended`] hands it out: what its
+/// end-of-run report needs, kept after the VM is deleted.
+#[derive(Clone, Debug)]
+pub struct EndedVm {
+    /// Its configuration.
+    pub config: VmConfigBody,
+    /// How it ended.
+    pub end: VmEnd,
+    /// Its guest state, memory and engine.
+    pub parts: VmParts,
+    /// The engine's last counters.
+    pub tiering: Option<EngineStats>,
+}
+
 /// One VMM's VM, driven through [`VmmControl`].
 pub struct VmController {
     log: LogSink,
@@ -104,6 +122,8 @@ pub struct VmController {
     lifecycle: Mutex<()>,
     /// The VM; held only for a few field reads or writes.
     vm: Mutex<Option<VmRecord>>,
+    /// VMs that ended and were not taken yet (with `keep_ended`).
+    ended: Mutex<Vec<EndedVm>>,
     exit: Mutex<bool>,
     exit_changed: Condvar,
 }
@@ -139,6 +159,7 @@ impl VmController {
             options,
             lifecycle: Mutex::new(()),
             vm: Mutex::new(None),
+            ended: Mutex::new(Vec::new()),
             exit: Mutex::new(false),
             exit_changed: Condvar::new(),
         })
@@ -171,6 +192,15 @@ impl VmController {
             })
         })
         .ok()
+    }
+
+    /// The VMs that ended since the last call, oldest first (with
+    /// [`ControllerOptions::keep_ended`]; empty without). A VM counts once,
+    /// whether it is still there or was deleted since.
+    pub fn take_ended(&self) -> Vec<EndedVm> {
+        // Notices a run that ended with nobody asking.
+        let _ = self.with_vm(|_| Ok(()));
+        std::mem::take(&mut *lock(&self.ended))
     }
 
     /// The VM's state, if there is a VM.
@@ -223,7 +253,30 @@ impl VmController {
         let mut slot = lock(&self.vm);
         let rec = slot.as_mut().ok_or(ControlError::NoVm)?;
         rec.refresh();
+        if self.options.keep_ended {
+            self.keep_if_ended(rec);
+        }
         f(rec)
+    }
+
+    /// Keeps `rec` for [`take_ended`](Self::take_ended) once, when it has
+    /// ended.
+    fn keep_if_ended(&self, rec: &mut VmRecord) {
+        let Some(end) = rec.end.clone().filter(|_| !rec.kept) else {
+            return;
+        };
+        rec.kept = true;
+        lock(&self.ended).push(EndedVm {
+            config: rec.config.clone(),
+            end,
+            parts: VmParts {
+                guest: rec.guest.clone(),
+                memory: rec.memory.clone(),
+                engine: rec.engine.clone(),
+                migrator: rec.migrator.clone(),
+            },
+            tiering: rec.engine.as_ref().map(|e| (*e.stats()).clone()),
+        });
     }
 
     fn is_ended(&self) -> bool {
@@ -423,6 +476,8 @@ impl VmmControl for VmController {
         if matches!(state, VmState::Running | VmState::Paused) {
             self.stop_vm("delete")?;
         }
+        // Keeps its end for the report before it goes.
+        let _ = self.with_vm(|_| Ok(()));
         let record = lock(&self.vm).take();
         // Freed outside the lock: unmapping guest RAM takes a while.
         drop(record);

@@ -75,6 +75,8 @@ pub(crate) struct VmRecord {
     /// The end for the API (also for runs that failed without a guest
     /// end).
     pub end_info: Option<VmEndInfo>,
+    /// Whether the controller kept this VM's end for its report.
+    pub kept: bool,
 }
 
 impl VmRecord {
@@ -93,6 +95,7 @@ impl VmRecord {
             ended: None,
             end: None,
             end_info: None,
+            kept: false,
         }
     }
 
