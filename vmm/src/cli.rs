@@ -163,13 +163,14 @@ pub struct RunArgs {
     /// Number of vCPUs.
     #[arg(long, default_value_t = 2)]
     pub vcpus: u32,
-    /// Guest RAM size (K/M/G/T suffixes, binary).
+    /// Guest RAM size: a number with K, M, G or T (binary: K = 1024;
+    /// `1.5G` allowed; `GB` refused as ambiguous).
     #[arg(long, default_value = "1G", value_parser = parse_size_arg)]
     pub memory: u64,
     /// A memory tier, fastest first; repeat for each tier:
     /// `name=NAME,backend=memfd|file,size=SIZE[,numa-node=N][,hugetlb=on][,prealloc=on][,path=PATH]`.
     /// Default: `dram` with a quarter of guest RAM and `slow` with the rest.
-    #[arg(long = "tier", value_name = "SPEC")]
+    #[arg(long = "tier", value_name = "SPEC", value_parser = parse_tier_arg)]
     pub tiers: Vec<TierSpec>,
     /// Frame size: the unit of placement and migration (power of two, >= 4K).
     #[arg(long, default_value = "2M", value_parser = parse_size_arg)]
@@ -227,6 +228,12 @@ pub struct RunArgs {
     /// How a stop waits for the guest.
     #[command(flatten)]
     pub stop: StopArgs,
+}
+
+/// A `--tier` spec; the message names the cause too (`bad value for
+/// 'size': '64MB' is ambiguous ...`).
+fn parse_tier_arg(s: &str) -> Result<TierSpec, String> {
+    s.parse::<TierSpec>().map_err(|e| crate::error_chain(&e))
 }
 
 fn parse_size_arg(s: &str) -> Result<u64, String> {

@@ -77,6 +77,32 @@ fn memory_not_a_multiple_of_frame_size() {
     assert_setup_error(&out, "multiple of the frame size");
 }
 
+/// One size grammar: `GB` is refused as ambiguous on `--memory` and in a
+/// tier spec alike, and a fraction that comes to whole bytes is a size.
+#[test]
+fn decimal_units_are_refused_and_fractions_taken() {
+    let out = tiervisor_run(&["--memory", "1GB"]);
+    assert_setup_error(&out, "'1GB' is ambiguous");
+    let out = tiervisor_run(&[
+        "--memory",
+        "64M",
+        "--tier",
+        "name=a,backend=memfd,size=64MB",
+    ]);
+    assert_setup_error(&out, "'64MB' is ambiguous");
+    let out = tiervisor_run(&["--memory", "0.1K"]);
+    assert_setup_error(&out, "not a whole number of bytes");
+    // 64.5 MiB is a size, but not whole 2 MiB frames: refused for that,
+    // not for its syntax.
+    let out = tiervisor_run(&[
+        "--memory",
+        "64.5M",
+        "--tier",
+        "name=a,backend=memfd,size=0.125G",
+    ]);
+    assert_setup_error(&out, "multiple of the frame size");
+}
+
 #[test]
 fn tiers_too_small() {
     let out = tiervisor_run(&[

@@ -30,35 +30,82 @@ pub enum SizeError {
     #[error("'{0}' is not a size (expected a number with an optional K, M, G or T suffix)")]
     NotANumber(String),
     /// The number is followed by something that is not a known suffix.
-    #[error("'{0}' has an unknown suffix (expected K, M, G or T)")]
+    #[error("'{0}' has an unknown suffix (expected K, M, G or T: binary, K = 1024)")]
     UnknownSuffix(String),
+    /// A decimal suffix (`KB`, `MB`, `GB`, `TB`), which some read as
+    /// powers of 1000 and others of 1024.
+    #[error(
+        "'{given}' is ambiguous ({unit} means 10^{power} to some, 2^{binary_power} to others): \
+         write {number}{short} or {number}{short}iB (binary)"
+    )]
+    DecimalUnit {
+        /// The size as given.
+        given: String,
+        /// The suffix as given.
+        unit: String,
+        /// The number before it.
+        number: String,
+        /// The binary suffix meant (`K`, `M`, `G`, `T`).
+        short: char,
+        /// Its power of ten.
+        power: u32,
+        /// Its power of two.
+        binary_power: u32,
+    },
+    /// A fraction that does not come to a whole number of bytes.
+    #[error("'{0}' is not a whole number of bytes")]
+    Fraction(String),
     /// The size does not fit in 64 bits.
     #[error("'{0}' is too large")]
     Overflow(String),
 }
 
-/// Parses a size such as `4096`, `64K`, `256M`, `2G`, `1T` (binary units,
-/// case-insensitive; `KiB`/`MiB`/`GiB`/`TiB` and a trailing `B` are accepted too).
+/// Parses a size: a number, whole or with a fraction, and an optional
+/// binary suffix (K = 1024): `4096`, `64K`, `256M`, `1.5G`, `2GiB`, `1T`
+/// (case-insensitive; `KiB` .. `TiB` and a trailing `B` for bytes are
+/// accepted too). A fraction must come to whole bytes (`1.5K` is 1536,
+/// `0.1K` is refused). `KB`, `MB`, `GB` and `TB` are refused as ambiguous
+/// (10^9 or 2^30?). The one size grammar of every command line.
 pub fn parse_size(text: &str) -> Result<u64, SizeError> {
     let text = text.trim();
     if text.is_empty() {
         return Err(SizeError::Empty);
     }
-    let digits_end = text
-        .find(|c: char| !c.is_ascii_digit())
+    let number_end = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(text.len());
-    let (digits, suffix) = text.split_at(digits_end);
-    if digits.is_empty() {
+    let (number, suffix) = text.split_at(number_end);
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !digits(fraction) {
         return Err(SizeError::NotANumber(text.to_owned()));
     }
-    let number: u64 = digits
+    let multiplier = suffix_multiplier(suffix).ok_or_else(|| match decimal_unit(suffix) {
+        Some((short, power, binary_power)) => SizeError::DecimalUnit {
+            given: text.to_owned(),
+            unit: suffix.to_owned(),
+            number: number.to_owned(),
+            short,
+            power,
+            binary_power,
+        },
+        None => SizeError::UnknownSuffix(text.to_owned()),
+    })?;
+    let overflow = || SizeError::Overflow(text.to_owned());
+    // Exact: (whole . fraction) × multiplier in u128, then whole bytes.
+    let scale = 10u128
+        .checked_pow(u32::try_from(fraction.len()).map_err(|_| overflow())?)
+        .ok_or_else(overflow)?;
+    let mantissa: u128 = format!("{whole}{fraction}")
         .parse()
-        .map_err(|_| SizeError::Overflow(text.to_owned()))?;
-    let multiplier =
-        suffix_multiplier(suffix).ok_or_else(|| SizeError::UnknownSuffix(text.to_owned()))?;
-    number
-        .checked_mul(multiplier)
-        .ok_or_else(|| SizeError::Overflow(text.to_owned()))
+        .map_err(|_| overflow())?;
+    let scaled = mantissa
+        .checked_mul(u128::from(multiplier))
+        .ok_or_else(overflow)?;
+    if scaled % scale != 0 {
+        return Err(SizeError::Fraction(text.to_owned()));
+    }
+    u64::try_from(scaled / scale).map_err(|_| overflow())
 }
 
 /// The multiplier a suffix stands for, or `None` if it is not one.
@@ -66,10 +113,22 @@ fn suffix_multiplier(suffix: &str) -> Option<u64> {
     let lower = suffix.to_ascii_lowercase();
     match lower.as_str() {
         "" | "b" => Some(1),
-        "k" | "kb" | "kib" => Some(KIB),
-        "m" | "mb" | "mib" => Some(MIB),
-        "g" | "gb" | "gib" => Some(GIB),
-        "t" | "tb" | "tib" => Some(TIB),
+        "k" | "kib" => Some(KIB),
+        "m" | "mib" => Some(MIB),
+        "g" | "gib" => Some(GIB),
+        "t" | "tib" => Some(TIB),
+        _ => None,
+    }
+}
+
+/// For a decimal unit (`KB` .. `TB`, any case): the binary suffix meant,
+/// its power of ten and its power of two.
+fn decimal_unit(suffix: &str) -> Option<(char, u32, u32)> {
+    match suffix.to_ascii_lowercase().as_str() {
+        "kb" => Some(('K', 3, 10)),
+        "mb" => Some(('M', 6, 20)),
+        "gb" => Some(('G', 9, 30)),
+        "tb" => Some(('T', 12, 40)),
         _ => None,
     }
 }
@@ -122,6 +181,28 @@ mod tests {
         assert_eq!(parse_size("1T"), Ok(TIB));
         assert_eq!(parse_size(" 8M "), Ok(8 * MIB));
         assert_eq!(parse_size("0"), Ok(0));
+        assert_eq!(parse_size("4096B"), Ok(4096));
+    }
+
+    #[test]
+    fn fractions_that_come_to_whole_bytes_are_sizes() {
+        assert_eq!(parse_size("1.5G"), Ok(3 * GIB / 2));
+        assert_eq!(parse_size("1.5K"), Ok(1536));
+        assert_eq!(parse_size("0.25M"), Ok(MIB / 4));
+        assert_eq!(parse_size("2.0GiB"), Ok(2 * GIB));
+        assert_eq!(parse_size("1."), Ok(1));
+    }
+
+    #[test]
+    fn decimal_units_are_refused_as_ambiguous() {
+        for text in ["1GB", "512mb", "4KB", "1TB", "1.5GB"] {
+            let e = parse_size(text).unwrap_err();
+            assert!(matches!(e, SizeError::DecimalUnit { .. }), "{text}: {e:?}");
+        }
+        assert_eq!(
+            parse_size("1GB").unwrap_err().to_string(),
+            "'1GB' is ambiguous (GB means 10^9 to some, 2^30 to others): write 1G or 1GiB (binary)"
+        );
     }
 
     #[test]
@@ -129,9 +210,16 @@ mod tests {
         assert_eq!(parse_size(""), Err(SizeError::Empty));
         assert_eq!(parse_size("M"), Err(SizeError::NotANumber("M".into())));
         assert_eq!(parse_size("-1"), Err(SizeError::NotANumber("-1".into())));
+        assert_eq!(parse_size("0.1K"), Err(SizeError::Fraction("0.1K".into())));
+        assert_eq!(parse_size("1.5"), Err(SizeError::Fraction("1.5".into())));
+        assert_eq!(parse_size(".5G"), Err(SizeError::NotANumber(".5G".into())));
         assert_eq!(
-            parse_size("1.5G"),
-            Err(SizeError::UnknownSuffix("1.5G".into()))
+            parse_size("1.2.3G"),
+            Err(SizeError::NotANumber("1.2.3G".into()))
+        );
+        assert_eq!(
+            parse_size("12X"),
+            Err(SizeError::UnknownSuffix("12X".into()))
         );
         assert_eq!(
             parse_size("12X"),

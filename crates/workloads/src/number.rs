@@ -35,8 +35,10 @@ pub(crate) fn parse_u64(s: &str) -> Result<u64, NumberError> {
     Ok(value)
 }
 
-/// A byte count: an integer, optionally followed by `K`, `M`, `G` or `T`
-/// (powers of 1024, either case).
+/// A byte count: an integer (or a decimal that comes to whole bytes,
+/// like `1.5G`), optionally followed by `K`, `M`, `G` or `T` (powers of
+/// 1024, either case): the host's size grammar (`guest_memory::parse_size`)
+/// less its long suffixes, plus hex integers.
 pub(crate) fn parse_size(s: &str) -> Result<u64, NumberError> {
     let shift = match s.as_bytes().last() {
         Some(b'k' | b'K') => 10,
@@ -46,11 +48,33 @@ pub(crate) fn parse_size(s: &str) -> Result<u64, NumberError> {
         _ => 0,
     };
     let digits = if shift == 0 { s } else { &s[..s.len() - 1] };
-    let value = parse_u64(digits)?;
-    if value > u64::MAX >> shift {
-        return Err(NumberError::TooLarge);
+    let Some((whole, fraction)) = digits.split_once('.') else {
+        let value = parse_u64(digits)?;
+        if value > u64::MAX >> shift {
+            return Err(NumberError::TooLarge);
+        }
+        return Ok(value << shift);
+    };
+    let all_digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !all_digits(whole) || !all_digits(fraction) || fraction.len() > 18 {
+        return Err(NumberError::Bad);
     }
-    Ok(value << shift)
+    // Exact: the digits as one integer, times 2^shift, over 10^fraction.
+    let mut mantissa: u128 = 0;
+    for b in whole.bytes().chain(fraction.bytes()) {
+        mantissa = mantissa
+            .checked_mul(10)
+            .and_then(|m| m.checked_add(u128::from(b - b'0')))
+            .ok_or(NumberError::TooLarge)?;
+    }
+    let scale = 10u128.pow(fraction.len() as u32);
+    let scaled = mantissa
+        .checked_mul(1 << shift)
+        .ok_or(NumberError::TooLarge)?;
+    if scaled % scale != 0 {
+        return Err(NumberError::Bad);
+    }
+    u64::try_from(scaled / scale).map_err(|_| NumberError::TooLarge)
 }
 
 /// Splits `123.456` into its integer and fraction digits; `.5` and `5.` are
@@ -199,7 +223,10 @@ mod tests {
         assert_eq!(parse_size("2G"), Ok(2 << 30));
         assert_eq!(parse_size("1T"), Ok(1 << 40));
         assert_eq!(parse_size("16777216T"), Err(NumberError::TooLarge));
-        for bad in ["", "K", "1KB", "1.5G", "G1", "1 G"] {
+        // Fractions that come to whole bytes, as on the host.
+        assert_eq!(parse_size("1.5G"), Ok(3 << 29));
+        assert_eq!(parse_size("0.5K"), Ok(512));
+        for bad in ["", "K", "1KB", "G1", "1 G", "0.1K", "1.5", ".5G", "0x1.8G"] {
             assert_eq!(parse_size(bad), Err(NumberError::Bad), "{bad:?}");
         }
     }

@@ -157,7 +157,8 @@ pub struct FramesArgs {
 /// Options of `rebalance`.
 #[derive(Debug, Args)]
 pub struct RebalanceArgs {
-    /// The new fast-tier quota (K/M/G/T suffixes, binary).
+    /// The new fast-tier quota: a number with K, M, G or T (binary: K =
+    /// 1024; `1.5G` allowed; `GB` refused as ambiguous).
     #[arg(
         long,
         value_name = "SIZE",
