@@ -18,6 +18,7 @@ pub mod debug_corruption;
 pub mod devices;
 pub mod graceful_stop;
 pub mod guest_state;
+pub mod host_limits;
 pub mod linux;
 pub mod output_check;
 pub mod pause;

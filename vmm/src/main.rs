@@ -14,6 +14,7 @@ use vmm::devices::hypercall::LogSink;
 use vmm::error_chain;
 use vmm::graceful_stop::GracefulStop;
 use vmm::guest_state::GuestState;
+use vmm::host_limits::{HostResources, host_warnings};
 use vmm::output_check::check_output_path;
 use vmm::placement_check::PlacementCheck;
 use vmm::report::{RunReport, SignalStop};
@@ -192,6 +193,10 @@ fn run(args: &RunArgs, signals: &StopSignals) -> ExitCode {
         console: args.console(),
         ..VmOptions::default()
     };
+    let host = HostResources::of_this_host();
+    for warning in host_warnings(config.vcpus, &config.memory, &host) {
+        eprintln!("tiervisor: warning: {warning}");
+    }
     let mut vm = match Vm::with_options(&config, log, &options) {
         Ok(vm) => vm,
         Err(e) => {

@@ -103,6 +103,25 @@ fn decimal_units_are_refused_and_fractions_taken() {
     assert_setup_error(&out, "multiple of the frame size");
 }
 
+/// More vCPUs than the host has CPUs run, with a warning naming both.
+#[test]
+fn more_vcpus_than_host_cpus_are_warned_about() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let vcpus = (cpus + 1).to_string();
+    let out = tiervisor_run(&[
+        "--vcpus",
+        &vcpus,
+        "--memory",
+        "64M",
+        "--workload",
+        "idle:phases=1,seconds=0.1",
+    ]);
+    assert_code(&out, 0);
+    let t = text(&out);
+    let expected = format!("warning: {vcpus} vCPUs on a host with {cpus} CPUs");
+    assert!(t.contains(&expected), "expected {expected:?} in:\n{t}");
+}
+
 #[test]
 fn tiers_too_small() {
     let out = tiervisor_run(&[

@@ -46,6 +46,7 @@ use tiering::{Engine, EngineStats, RebalanceProgress, TieringPolicy};
 use crate::devices::console::ConsoleConfig;
 use crate::devices::hypercall::LogSink;
 use crate::guest_state::GuestState;
+use crate::host_limits::{HostResources, host_warnings};
 use crate::vm::{EngineStart, Vm, VmEnd, VmOptions};
 use record::{Phase, RunOutcome, Running, VmRecord, poll_until};
 
@@ -368,6 +369,12 @@ impl VmmControl for VmController {
             return Err(wrong(state, "create a VM"));
         }
         let config = vm_config(&body)?;
+        // Not errors (an operator may overcommit on purpose): the VMM's
+        // log, as for `tiervisor run`.
+        let host = HostResources::of_this_host();
+        for warning in host_warnings(config.vcpus, &config.memory, &host) {
+            eprintln!("tiervisor: vm.create {}: warning: {warning}", body.id);
+        }
         // A Linux guest's console goes to the server's stdout; the API
         // has no console input.
         let options = VmOptions {
