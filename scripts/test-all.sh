@@ -111,6 +111,19 @@ export TIERVISOR_TEST_KERNEL TIERVISOR_TEST_VMLINUX
 stage "cargo test (unit and KVM end-to-end suites)" \
     cargo test --workspace --locked --no-fail-fast -- --test-threads=2
 
+# The README's install command, into a scratch root, reusing the test
+# build (--debug --target-dir target): every binary installs and runs.
+install_check() {
+    local root=target/install-check
+    rm -rf "$root"
+    scripts/install.sh "$root" -- --debug --target-dir target || return
+    local bin
+    for bin in tiervisor tierctl tierbench; do
+        "$root/bin/$bin" --version || return
+    done
+}
+stage "install (scripts/install.sh: tiervisor, tierctl, tierbench)" install_check
+
 stage "API contract test (schemathesis against a live tiervisor serve)" \
     scripts/api-contract.sh
 
