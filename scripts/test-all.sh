@@ -124,6 +124,9 @@ install_check() {
 }
 stage "install (scripts/install.sh: tiervisor, tierctl, tierbench)" install_check
 
+stage "README walkthrough, as written, with the installed binaries" \
+    python3 scripts/walkthrough.py target/install-check/bin
+
 stage "API contract test (schemathesis against a live tiervisor serve)" \
     scripts/api-contract.sh
 
