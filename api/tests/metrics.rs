@@ -227,6 +227,15 @@ fn metrics_parse_back_with_the_vms_values() {
         find(&samples, "tiervisor_rebalance_deadline_seconds", &[vm]),
         1.5
     );
+    // The stand-in's 6 MiB hot set fits its 16 MiB quota.
+    assert_eq!(
+        find(
+            &samples,
+            "tiervisor_engine_warning",
+            &[vm, ("kind", "hot-set-exceeds-quota")]
+        ),
+        0.0
+    );
     // Every series of the VM names it.
     for (name, labels, _) in &samples {
         if name != "tiervisor_build_info" {

@@ -43,6 +43,21 @@ pub struct EngineCost {
 }
 
 impl EngineCost {
+    /// One line for people: the CPU, write stalls and bytes the engine
+    /// cost, against the share of the heat on the fast tier.
+    pub fn describe(&self) -> String {
+        format!(
+            "CPU {:.2} s sampler + {:.2} s engine, write stalls {:.3} s, {} moved; heat on the \
+             fast tier {}",
+            self.sampler_cpu_us as f64 / 1e6,
+            self.engine_cpu_us as f64 / 1e6,
+            self.write_stall_us as f64 / 1e6,
+            guest_memory::format_size(self.bytes_moved),
+            self.fast_heat_share
+                .map_or_else(|| "-".to_owned(), |s| format!("{:.1} %", s * 100.0))
+        )
+    }
+
     /// Takes in the sampler's totals.
     pub(crate) fn sampled(&mut self, report: Option<SamplerReport>) {
         let Some(r) = report else {

@@ -11,6 +11,7 @@ use guest_memory::{Batch, BatchOutcome, FrameId, Migrator, TierId, TieredMemory}
 
 use crate::engine_cost::EngineCost;
 use crate::engine_error::EngineError;
+use crate::engine_warning::EngineWarning;
 use crate::error_chain::error_chain;
 use crate::heat_model::HeatModel;
 use crate::planner::{self, Plan, PlanInput};
@@ -388,6 +389,7 @@ impl EngineLoop {
             .as_ref()
             .map(|r| r.progress(self.stats.tiers[0].used_frames as u64 * frame_size));
         self.stats.recent = self.recent.to_vec();
+        self.stats.warnings = EngineWarning::of(self.stats.hot_set_bytes, self.stats.fast_quota);
         let view = tiers.map(|tiers| FrameView {
             gpa: self.gpas.clone(),
             tier: tiers.iter().map(|&t| t as u8).collect(),

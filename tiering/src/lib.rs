@@ -18,6 +18,7 @@ mod engine;
 mod engine_cost;
 mod engine_error;
 mod engine_loop;
+mod engine_warning;
 mod error_chain;
 mod heat_model;
 mod heat_settings;
@@ -34,6 +35,7 @@ pub use access_track::{
 pub use engine::{Engine, EngineParts, TrackerSource};
 pub use engine_cost::EngineCost;
 pub use engine_error::{EngineError, MAX_DEADLINE_MS, TrackerSourceError};
+pub use engine_warning::EngineWarning;
 pub use error_chain::error_chain;
 pub use heat_model::{HeatError, HeatModel};
 pub use heat_settings::{HeatSettings, HeatSettingsError};

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use guest_memory::TierUsage;
 
 use crate::engine_cost::EngineCost;
+use crate::engine_warning::EngineWarning;
 use crate::policy::FastQuota;
 
 /// Intervals kept in [`EngineStats::recent`].
@@ -152,6 +153,10 @@ pub struct EngineStats {
     pub rebalance: Option<RebalanceProgress>,
     /// The last [`RECENT_INTERVALS`] intervals, oldest first.
     pub recent: Vec<IntervalRecord>,
+    /// What an operator should know now (e.g. a hot set larger than the
+    /// quota).
+    #[serde(default)]
+    pub warnings: Vec<EngineWarning>,
 }
 
 /// Per frame: guest-physical address, tier and heat (for heat maps and

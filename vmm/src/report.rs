@@ -176,6 +176,10 @@ impl RunReport {
                     .map_or_else(|| "none".into(), |h| format!("{h:.1}")),
                 guest_memory::format_size(t.hot_set_bytes)
             );
+            let _ = writeln!(out, "engine cost: {}", t.cost.describe());
+            for w in &t.warnings {
+                let _ = writeln!(out, "warning: {}", w.describe());
+            }
         }
         if let Some(c) = &self.placement_check {
             let _ = writeln!(out, "placement check: {}", c.describe());

@@ -22,8 +22,8 @@ use api::types::{
 };
 use api::{ApiClient, ApiServer, ControlError, ServerConfig, VmmControl};
 use guest_memory::{BackendSpec, TierUsage};
-use tiering::EngineCost;
 use tiering::stats::{MoveCount, StageMicros};
+use tiering::{EngineCost, EngineWarning};
 use tiering::{
     EngineStats, FrameView, PolicyLimits, RebalanceProgress, RebalanceState, TieringPolicy,
 };
@@ -415,6 +415,10 @@ impl VmmControl for MemoryVmm {
                 last_error: None,
                 rebalance: vm.rebalance.clone(),
                 recent: Vec::new(),
+                warnings: EngineWarning::of(
+                    3 * vm.config.memory.frame_size,
+                    Some(policy.fast_quota),
+                ),
             }))
         })
     }

@@ -3,7 +3,7 @@
 //! units in the name (`_bytes`, `_seconds`), counters end in `_total`,
 //! every series of a VM carries `vm`, per-tier series `tier`.
 
-use tiering::{EngineCost, EngineStats, RebalanceState};
+use tiering::{EngineCost, EngineStats, EngineWarning, RebalanceState};
 
 use crate::control::{ControlError, VmmControl};
 use crate::server::api_error::ApiError;
@@ -355,6 +355,20 @@ fn engine_metrics(page: &mut Exposition, vm: &str, stats: &EngineStats) {
             .map(|(l, (_, us))| (&l[..], Value::from(us as f64 / 1e6))),
     );
     cost_metrics(page, l, &stats.cost);
+    let warning_labels: Vec<[(&str, &str); 2]> = EngineWarning::KINDS
+        .iter()
+        .map(|&kind| [("vm", vm), ("kind", kind)])
+        .collect();
+    page.family(
+        "tiervisor_engine_warning",
+        Kind::Gauge,
+        "1 while the engine warns of this (hot-set-exceeds-quota: the estimated hot set is \
+         larger than the fast-tier quota), 0 otherwise.",
+        warning_labels.iter().map(|l| {
+            let on = stats.warnings.iter().any(|w| w.kind() == l[1].1);
+            (&l[..], Value::from(on))
+        }),
+    );
     let gauges: [(&str, &str, Value); 4] = [
         (
             "tiervisor_hot_frames",

@@ -89,19 +89,6 @@ fn sampling_line(c: &tiering::EngineCost) -> String {
     }
 }
 
-/// The engine's cost against the benefit it estimates.
-fn cost_line(c: &tiering::EngineCost) -> String {
-    format!(
-        "CPU {:.2} s sampler + {:.2} s engine, write stalls {:.3} s, {} moved; heat on the fast tier {}",
-        c.sampler_cpu_us as f64 / 1e6,
-        c.engine_cpu_us as f64 / 1e6,
-        c.write_stall_us as f64 / 1e6,
-        size(c.bytes_moved),
-        c.fast_heat_share
-            .map_or_else(|| "-".to_owned(), |s| format!("{:.1} %", s * 100.0))
-    )
-}
-
 pub fn render_stats(stats: &EngineStats, vm: &str, frame_size: u64) -> String {
     let moves = |m: &tiering::MoveCount| format!("{}, {}", count(m.frames, "frame"), size(m.bytes));
     let quota = match stats.fast_quota {
@@ -149,7 +136,20 @@ pub fn render_stats(stats: &EngineStats, vm: &str, frame_size: u64) -> String {
         ("exchanges", count(stats.exchanges, "frame")),
         ("aborted", stats.aborted.to_string()),
         ("sampling", sampling_line(&stats.cost)),
-        ("cost", cost_line(&stats.cost)),
+        ("cost", stats.cost.describe()),
+        (
+            "warnings",
+            if stats.warnings.is_empty() {
+                "-".to_owned()
+            } else {
+                stats
+                    .warnings
+                    .iter()
+                    .map(|w| w.describe())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            },
+        ),
         ("tracker errors", stats.tracker_errors.to_string()),
         (
             "last error",
@@ -327,6 +327,10 @@ mod tests {
                 bytes: 6 * MIB,
                 ..IntervalRecord::default()
             }],
+            warnings: vec![tiering::EngineWarning::HotSetExceedsQuota {
+                hot_set_bytes: 300 * MIB,
+                quota_bytes: 256 * MIB,
+            }],
         };
         let text = render_stats(&stats, "vm0", 2 * MIB);
         for expected in [
@@ -341,6 +345,7 @@ mod tests {
             "tracker errors  1\n",
             "sampling        16384 pages/s budget, 5000 pages armed, 1200 touched, window 2500 us, 300 regions, 850 ns CPU per page\n",
             "cost            CPU 0.00 s sampler + 0.12 s engine, write stalls 0.003 s, 440 MiB moved; heat on the fast tier 92.5 %\n",
+            "warnings        the hot set (~300 MiB) is larger than the fast-tier quota (256 MiB)",
             "last error      migrator: tier 'dram' is full",
             "last interval   #10: 3 candidates, 2 promoted, 1 demoted, 0 aborted, 6 MiB moved",
             "rebalance       running: fast tier 192 MiB",
@@ -356,6 +361,7 @@ mod tests {
     fn a_fresh_engine_renders_without_dividing_by_zero() {
         let text = render_stats(&EngineStats::default(), "vm0", 2 * MIB);
         assert!(text.contains("fast quota      -\n"), "{text}");
+        assert!(text.contains("warnings        -\n"), "{text}");
         assert!(text.contains("collect   0 µs             -"), "{text}");
         assert!(!text.contains("TIER"), "{text}");
     }
