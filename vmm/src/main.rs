@@ -16,7 +16,6 @@ use vmm::graceful_stop::GracefulStop;
 use vmm::guest_state::GuestState;
 use vmm::host_limits::{HostResources, host_warnings};
 use vmm::output_check::check_output_path;
-use vmm::placement_check::PlacementCheck;
 use vmm::report::{RunReport, SignalStop};
 use vmm::shuffle::Shuffler;
 use vmm::status::StatusLine;
@@ -125,17 +124,14 @@ fn print_ended(controller: &VmController) {
             PayloadConfig::Elf { path, args } => format!("{} {args}", path.display()),
             PayloadConfig::Kernel { kernel, .. } => format!("linux {}", kernel.display()),
         };
-        let mut report = RunReport::collect(
+        let report = RunReport::of_stopped_run(
             &label,
             config.vcpus,
-            config.memory.size,
-            parts.memory.frame_size(),
+            &parts.memory,
             &parts.guest,
-            &parts.memory.tier_usage(),
             end,
+            tiering,
         );
-        report.tiering = tiering;
-        report.placement_check = Some(PlacementCheck::run(&parts.memory));
         println!("vm {}:", config.id);
         print!("{}", report.render());
     }
@@ -229,27 +225,15 @@ fn run(args: &RunArgs, signals: &StopSignals) -> ExitCode {
         Ok(o) => o,
         Err(message) => return fail(EXIT_SETUP, &format!("error: {message}")),
     };
-    // Only now that the engine and the shuffler have stopped does no
-    // exchange run: checked earlier, a frame caught mid-exchange would
-    // read as a backing mismatch.
-    let check = PlacementCheck::run(&memory);
-    let tiers = memory.tier_usage();
     let label = match &config.payload {
         PayloadSource::Linux(boot) => format!("linux {}", boot.kernel.display()),
         _ => config.args.clone(),
     };
-    let mut report = RunReport::collect(
-        &label,
-        config.vcpus,
-        config.memory.size,
-        config.memory.frame_size,
-        &guest,
-        &tiers,
-        end.clone(),
-    );
+    // Only now that the engine and the shuffler have stopped does no
+    // exchange run, so the placement check sees no frame mid-exchange.
+    let mut report =
+        RunReport::of_stopped_run(&label, config.vcpus, &memory, &guest, end.clone(), tiering);
     report.migrations = migrations;
-    report.tiering = tiering;
-    report.placement_check = Some(check);
     report.stopped_by_signal = stopped_by_signal;
     print!("{}", report.render());
     if let Some(path) = &args.report_json {

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use guest_memory::{BatchReport, TierUsage};
+use guest_memory::{BatchReport, TierUsage, TieredMemory};
 use tiering::EngineStats;
 
 use crate::guest_state::{GroundTruth, GuestState, PhaseReport};
@@ -110,6 +110,32 @@ impl RunReport {
             end,
             stopped_by_signal: None,
         }
+    }
+
+    /// The report of a run whose frames no longer move (engine and movers
+    /// stopped): collected, with the engine's last counters and the
+    /// placement check of `memory` (a check during a migration would see
+    /// a frame mid-move).
+    pub fn of_stopped_run(
+        workload: &str,
+        vcpus: u32,
+        memory: &TieredMemory,
+        state: &GuestState,
+        end: VmEnd,
+        tiering: Option<EngineStats>,
+    ) -> Self {
+        let mut report = Self::collect(
+            workload,
+            vcpus,
+            memory.frame_count() as u64 * memory.frame_size(),
+            memory.frame_size(),
+            state,
+            &memory.tier_usage(),
+            end,
+        );
+        report.tiering = tiering;
+        report.placement_check = Some(PlacementCheck::run(memory));
+        report
     }
 
     /// The report as a table for people.
