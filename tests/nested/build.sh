@@ -13,6 +13,12 @@
 #                  (tests/nested/src/bin/guest-init) as /init, and the
 #                  button and evdev modules it loads
 #
+#   qemu/          QEMU 10 from Debian's bookworm-backports, unpacked (not
+#                  installed) with its firmware (scripts/debian-backports.sh):
+#                  bookworm's QEMU 7.2 hung or crashed the host now and then
+#                  (docs/testing.md); the system's qemu-system-x86 stays
+#                  installed for the libraries both share
+#
 # Reproducible and cached: cargo rebuilds the binaries when sources
 # change; each archive is packed from a staged tree with fixed mtimes and
 # owners (cpio --reproducible, gzip -n) and replaces the old one only when
@@ -44,6 +50,11 @@ modules=("$kpkg"/lib/modules/*/kernel)
 [ -d "${modules[0]}" ] || die "no modules in $kpkg"
 
 mkdir -p "$out"
+scripts/debian-backports.sh "$out/qemu" qemu-system-x86 qemu-system-data qemu-system-common seabios >/dev/null ||
+	die "cannot fetch QEMU from bookworm-backports"
+"$out/qemu/usr/bin/qemu-system-x86_64" --version >/dev/null ||
+	die "the unpacked QEMU does not run (are qemu-system-x86's libraries installed?)"
+
 log "static tiervisor, tierbench and guest-init (release, crt-static)"
 RUSTFLAGS="-C target-feature=+crt-static" CARGO_TARGET_DIR=$out/cargo \
 	cargo build --release --locked --quiet --target "$target" \

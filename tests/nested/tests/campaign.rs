@@ -196,7 +196,7 @@ fn moved_as_asked(report: &serde_json::Value, migration: Migration) -> Option<St
 fn linux_guest_with_frequent_exchanges() {
     campaign(
         "linux-exchanges",
-        Scenario::new("linux", 600),
+        Scenario::new("linux", 600).on_one_host_cpu(),
         Migration::Shuffled(20),
         linux_judge,
     );
@@ -206,7 +206,7 @@ fn linux_guest_with_frequent_exchanges() {
 fn linux_guest_without_migration() {
     campaign(
         "linux-baseline",
-        Scenario::new("linux", 600),
+        Scenario::new("linux", 600).on_one_host_cpu(),
         Migration::Off,
         linux_judge,
     );

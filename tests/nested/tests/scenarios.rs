@@ -203,7 +203,7 @@ fn linux_guest_passed(console: &Console, result_suffix: &str, rc: i32) -> Report
 
 #[test]
 fn a_linux_guest_boots_verifies_its_data_and_powers_off() {
-    let Some(console) = run("linux", Scenario::new("linux", 600)) else {
+    let Some(console) = run("linux", Scenario::new("linux", 600).on_one_host_cpu()) else {
         return;
     };
     linux_guest_passed(&console, "", 0);
@@ -214,7 +214,10 @@ fn a_linux_guest_boots_verifies_its_data_and_powers_off() {
 /// and powers off, and tiervisor exits 5 with a report naming the signal.
 #[test]
 fn sigterm_stops_a_linux_guest_through_its_power_button() {
-    let Some(console) = run("linux-stop", Scenario::new("linux-stop", 900)) else {
+    let Some(console) = run(
+        "linux-stop",
+        Scenario::new("linux-stop", 900).on_one_host_cpu(),
+    ) else {
         return;
     };
     let guest = console.guest_lines();
