@@ -130,6 +130,8 @@ stage "README walkthrough, as written, with the installed binaries" \
 stage "API contract test (schemathesis against a live tiervisor serve)" \
     scripts/api-contract.sh
 
+stage "Prometheus scrapes tiervisor serve over TCP with its token" scripts/prometheus-check.sh
+
 nested_scenarios() {
     local dir
     dir=$(tests/nested/build.sh) || return
