@@ -40,13 +40,24 @@ pub struct EngineCost {
     /// (estimated accesses) held by frames on the fast tier after the
     /// last interval, in `[0, 1]`; `None` before any heat.
     pub fast_heat_share: Option<f64>,
+    /// The read latency the guest's accesses see as placed, by the
+    /// estimate: each tier's read latency (measured or declared) weighted
+    /// by its share of the heat, in nanoseconds; `None` before any heat or
+    /// while a tier holding heat has no known speed.
+    #[serde(default)]
+    pub estimated_read_latency_ns: Option<f64>,
+    /// The fast tier's read latency, nanoseconds: what the estimate would
+    /// be with every access on it (all-DRAM); `None` when unknown.
+    #[serde(default)]
+    pub fast_read_latency_ns: Option<u64>,
 }
 
 impl EngineCost {
     /// One line for people: the CPU, write stalls and bytes the engine
-    /// cost, against the share of the heat on the fast tier.
+    /// cost, against the share of the heat on the fast tier and the read
+    /// latency that gives the guest's accesses.
     pub fn describe(&self) -> String {
-        format!(
+        let mut line = format!(
             "CPU {:.2} s sampler + {:.2} s engine, write stalls {:.3} s, {} moved; heat on the \
              fast tier {}",
             self.sampler_cpu_us as f64 / 1e6,
@@ -55,7 +66,41 @@ impl EngineCost {
             guest_memory::format_size(self.bytes_moved),
             self.fast_heat_share
                 .map_or_else(|| "-".to_owned(), |s| format!("{:.1} %", s * 100.0))
-        )
+        );
+        if let (Some(now), Some(fast)) = (self.estimated_read_latency_ns, self.fast_read_latency_ns)
+        {
+            line.push_str(&format!(
+                ", reads at ~{now:.0} ns (all on the fast tier: {fast} ns)"
+            ));
+        }
+        line
+    }
+
+    /// The heat-weighted read latency of frames on `tier` (per frame)
+    /// given each tier's latency (`None` where unknown), and the fast
+    /// tier's: sets [`estimated_read_latency_ns`](Self::estimated_read_latency_ns)
+    /// and [`fast_read_latency_ns`](Self::fast_read_latency_ns).
+    pub(crate) fn estimate_latency(
+        &mut self,
+        heat: &[f64],
+        tier: &[usize],
+        latency_ns: &[Option<u64>],
+    ) {
+        self.fast_read_latency_ns = latency_ns.first().copied().flatten();
+        let mut weighted = 0.0;
+        let mut all = 0.0;
+        for (&h, &t) in heat.iter().zip(tier) {
+            if h <= 0.0 {
+                continue;
+            }
+            let Some(Some(ns)) = latency_ns.get(t) else {
+                self.estimated_read_latency_ns = None;
+                return;
+            };
+            weighted += h * *ns as f64;
+            all += h;
+        }
+        self.estimated_read_latency_ns = (all > 0.0).then(|| weighted / all);
     }
 
     /// Takes in the sampler's totals.
@@ -97,6 +142,31 @@ mod tests {
     fn the_fast_share_counts_heat_on_tier_zero() {
         assert_eq!(EngineCost::fast_share(&[3.0, 1.0], &[0, 1]), Some(0.75));
         assert_eq!(EngineCost::fast_share(&[0.0, 0.0], &[0, 1]), None);
+    }
+
+    #[test]
+    fn the_latency_estimate_weights_each_tier_by_its_heat() {
+        let mut c = EngineCost::default();
+        // 3/4 of the heat on a 100 ns tier, 1/4 on a 300 ns one.
+        c.estimate_latency(&[3.0, 1.0, 0.0], &[0, 1, 1], &[Some(100), Some(300)]);
+        assert_eq!(c.estimated_read_latency_ns, Some(150.0));
+        assert_eq!(c.fast_read_latency_ns, Some(100));
+        c.fast_heat_share = Some(0.75);
+        assert!(
+            c.describe().ends_with(
+                "heat on the fast tier 75.0 %, reads at ~150 ns (all on the fast tier: 100 ns)"
+            ),
+            "{}",
+            c.describe()
+        );
+        // A tier of unknown speed holding heat: no estimate. Holding none:
+        // it does not matter.
+        c.estimate_latency(&[3.0, 1.0], &[0, 1], &[Some(100), None]);
+        assert_eq!(c.estimated_read_latency_ns, None);
+        c.estimate_latency(&[3.0, 0.0], &[0, 1], &[Some(100), None]);
+        assert_eq!(c.estimated_read_latency_ns, Some(100.0));
+        c.estimate_latency(&[0.0], &[0], &[Some(100)]);
+        assert_eq!(c.estimated_read_latency_ns, None, "no heat yet");
     }
 
     #[test]

@@ -69,6 +69,8 @@ pub(crate) struct EngineLoop {
     last_moved: Vec<u64>,
     /// Guest-physical address of each frame (fixed for the VM's life).
     gpas: Vec<u64>,
+    /// Each tier's read latency, where known (fixed for the VM's life).
+    tier_latency_ns: Vec<Option<u64>>,
     rebalance: Option<Rebalance>,
     stats: EngineStats,
     recent: Recent,
@@ -98,6 +100,11 @@ impl EngineLoop {
             last_moved: vec![0; memory.frame_count()],
             gpas: (0..memory.frame_count())
                 .map(|f| memory.frames().gpa(FrameId(f)).unwrap_or(0))
+                .collect(),
+            tier_latency_ns: memory
+                .tier_usage()
+                .iter()
+                .map(|t| t.speed.profile().map(|p| p.read_latency_ns))
                 .collect(),
             stats: EngineStats {
                 tracker: tracker.name().to_owned(),
@@ -237,6 +244,7 @@ impl EngineLoop {
         cost.bytes_moved += report.bytes;
         cost.write_stall_us += report.stalls.iter().map(|s| micros(*s)).sum::<u64>();
         cost.fast_heat_share = EngineCost::fast_share(self.heat.heats(), &after);
+        cost.estimate_latency(self.heat.heats(), &after, &self.tier_latency_ns);
         cost.engine_cpu_us = access_track::thread_cpu_time().map_or(cost.engine_cpu_us, micros);
         self.stats.aborted += report.aborted as u64;
         if let Some(e) = outcome.errors().last() {
@@ -266,6 +274,11 @@ impl EngineLoop {
         // none.
         let threshold = plan.threshold.is_finite().then_some(plan.threshold);
         self.stats.threshold = threshold;
+        self.stats.threshold_pages = threshold.and_then(|h| {
+            self.policy
+                .heat
+                .pages_per_interval(h, self.policy.interval())
+        });
         self.recent.push(IntervalRecord {
             index,
             at_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
@@ -389,7 +402,11 @@ impl EngineLoop {
             .as_ref()
             .map(|r| r.progress(self.stats.tiers[0].used_frames as u64 * frame_size));
         self.stats.recent = self.recent.to_vec();
-        self.stats.warnings = EngineWarning::of(self.stats.hot_set_bytes, self.stats.fast_quota);
+        self.stats.warnings = EngineWarning::of(
+            self.stats.hot_set_bytes,
+            self.stats.fast_quota,
+            &self.stats.tiers,
+        );
         let view = tiers.map(|tiers| FrameView {
             gpa: self.gpas.clone(),
             tier: tiers.iter().map(|&t| t as u8).collect(),

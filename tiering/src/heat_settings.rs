@@ -83,11 +83,39 @@ impl HeatSettings {
     pub fn decay(&self, interval: Duration) -> f64 {
         (-interval.as_secs_f64() / self.half_life_secs()).exp2()
     }
+
+    /// Heat in a unit a person can picture: the 4 KiB pages of a frame
+    /// (writes counting `write_weight`, reads `read_weight`) that must be
+    /// seen touched in every `interval` for the frame's heat to settle at
+    /// `heat` (a steady rate `r` settles at `r / (1 - decay)`). `None` for a
+    /// zero interval, where heat never settles.
+    pub fn pages_per_interval(&self, heat: f64, interval: Duration) -> Option<f64> {
+        let gain = 1.0 - self.decay(interval);
+        (gain > 0.0).then_some(heat * gain)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn heat_converts_to_the_pages_that_sustain_it() {
+        let s = HeatSettings::default();
+        let interval = Duration::from_millis(200);
+        // A frame that has 40 pages touched every interval settles at
+        // 40 / (1 - decay); converting back gives 40.
+        let settled = 40.0 / (1.0 - s.decay(interval));
+        let pages = s.pages_per_interval(settled, interval).unwrap();
+        assert!((pages - 40.0).abs() < 1e-9, "{pages}");
+        // One half-life per interval: half the heat is new each time.
+        let halves = HeatSettings {
+            half_life_ms: 200,
+            ..s
+        };
+        assert_eq!(halves.pages_per_interval(100.0, interval), Some(50.0));
+        assert_eq!(s.pages_per_interval(100.0, Duration::ZERO), None);
+    }
 
     #[test]
     fn default_is_valid() {

@@ -42,5 +42,5 @@ pub use heat_settings::{HeatSettings, HeatSettingsError};
 pub use policy::{FastQuota, PinnedRange, PolicyError, PolicyLimits, Threshold, TieringPolicy};
 pub use stats::{
     EngineStats, FrameView, IntervalRecord, MoveCount, RebalanceProgress, RebalanceState,
-    StageMicros,
+    StageMicros, format_heat,
 };

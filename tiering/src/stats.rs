@@ -123,6 +123,12 @@ pub struct EngineStats {
     /// Threshold of the last interval; `None` when no frame could pass
     /// it.
     pub threshold: Option<f64>,
+    /// `threshold` in pages: how many of a frame's 4 KiB pages must be
+    /// seen touched every interval (a write counting as the policy's
+    /// write weight, a read as its read weight) to hold the frame at the
+    /// threshold (`HeatSettings::pages_per_interval`).
+    #[serde(default)]
+    pub threshold_pages: Option<f64>,
     /// The engine's estimate of the hot set: the fewest hottest frames
     /// that hold 90 % of all heat.
     pub hot_frames: usize,
@@ -157,6 +163,34 @@ pub struct EngineStats {
     /// quota).
     #[serde(default)]
     pub warnings: Vec<EngineWarning>,
+}
+
+/// A heat value for people: one decimal below 100, none above.
+pub fn format_heat(value: f64) -> String {
+    if value.abs() < 100.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.0}")
+    }
+}
+
+impl EngineStats {
+    /// The threshold for people: its heat and the pages behind it, e.g.
+    /// "196.3 (about 39 of a frame's 512 pages touched per interval)";
+    /// `frame_size` in bytes.
+    pub fn describe_threshold(&self, frame_size: u64) -> String {
+        let Some(heat) = self.threshold else {
+            return "none (no frame may be promoted)".to_owned();
+        };
+        let heat = format_heat(heat);
+        match self.threshold_pages {
+            Some(pages) => format!(
+                "{heat} (about {pages:.0} of a frame's {} pages touched per interval)",
+                frame_size / 4096
+            ),
+            None => heat,
+        }
+    }
 }
 
 /// Per frame: guest-physical address, tier and heat (for heat maps and
@@ -219,5 +253,32 @@ impl Recent {
 
     pub fn to_vec(&self) -> Vec<IntervalRecord> {
         self.0.iter().copied().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_threshold_is_described_in_pages() {
+        let mut stats = EngineStats::default();
+        assert_eq!(
+            stats.describe_threshold(2 << 20),
+            "none (no frame may be promoted)"
+        );
+        stats.threshold = Some(196.34);
+        assert_eq!(stats.describe_threshold(2 << 20), "196");
+        stats.threshold_pages = Some(39.4);
+        assert_eq!(
+            stats.describe_threshold(2 << 20),
+            "196 (about 39 of a frame's 512 pages touched per interval)"
+        );
+        stats.threshold = Some(12.25);
+        stats.threshold_pages = Some(2.6);
+        assert_eq!(
+            stats.describe_threshold(1 << 20),
+            "12.2 (about 3 of a frame's 256 pages touched per interval)"
+        );
     }
 }

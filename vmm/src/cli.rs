@@ -168,7 +168,9 @@ pub struct RunArgs {
     #[arg(long, default_value = "1G", value_parser = parse_size_arg)]
     pub memory: u64,
     /// A memory tier, fastest first; repeat for each tier:
-    /// `name=NAME,backend=memfd|file,size=SIZE[,numa-node=N][,hugetlb=on][,prealloc=on][,path=PATH]`.
+    /// `name=NAME,backend=memfd|file,size=SIZE[,numa-node=N][,hugetlb=on][,prealloc=on][,path=PATH]`
+    /// `[,read-latency=250ns,read-bandwidth=8G]` (a declared speed, used
+    /// instead of measuring the tier).
     /// Default: `dram` with a quarter of guest RAM and `slow` with the rest.
     #[arg(long = "tier", value_name = "SPEC", value_parser = parse_tier_arg)]
     pub tiers: Vec<TierSpec>,
@@ -416,11 +418,13 @@ fn default_tiers(memory: u64, frame_size: u64) -> Result<Vec<TierSpec>, CliError
             name: "dram".into(),
             backend: memfd(),
             size: Some(fast),
+            profile: None,
         },
         TierSpec {
             name: "slow".into(),
             backend: memfd(),
             size: Some(memory - fast),
+            profile: None,
         },
     ])
 }

@@ -113,6 +113,7 @@ mod tests {
                 prealloc,
             },
             size: Some(size),
+            profile: None,
         }
     }
 

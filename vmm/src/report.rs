@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use guest_memory::{BatchReport, TierUsage, TieredMemory};
+use guest_memory::{BatchReport, TierSpeed, TierUsage, TieredMemory};
 use tiering::EngineStats;
 
 use crate::guest_state::{GroundTruth, GuestState, PhaseReport};
@@ -21,6 +21,8 @@ pub struct TierReport {
     pub capacity_frames: u64,
     /// Frames placed on it.
     pub used_frames: u64,
+    /// How fast its memory is.
+    pub speed: TierSpeed,
 }
 
 impl From<&TierUsage> for TierReport {
@@ -29,6 +31,7 @@ impl From<&TierUsage> for TierReport {
             name: u.name.clone(),
             capacity_frames: u.capacity_frames as u64,
             used_frames: u.used_frames as u64,
+            speed: u.speed.clone(),
         }
     }
 }
@@ -152,8 +155,11 @@ impl RunReport {
         for t in &self.tiers {
             let _ = writeln!(
                 out,
-                "tier {:<8} {:>7} / {:<7} frames used",
-                t.name, t.used_frames, t.capacity_frames
+                "tier {:<8} {:>7} / {:<7} frames used, read {}",
+                t.name,
+                t.used_frames,
+                t.capacity_frames,
+                t.speed.describe()
             );
         }
         if !self.phases.is_empty() {
@@ -198,8 +204,7 @@ impl RunReport {
                 t.exchanges,
                 t.aborted,
                 t.intervals,
-                t.threshold
-                    .map_or_else(|| "none".into(), |h| format!("{h:.1}")),
+                t.describe_threshold(self.frame_size),
                 guest_memory::format_size(t.hot_set_bytes)
             );
             let _ = writeln!(out, "engine cost: {}", t.cost.describe());

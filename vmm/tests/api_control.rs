@@ -51,6 +51,7 @@ fn memfd_tier(name: &str, size: u64) -> TierSpec {
             prealloc: false,
         },
         size: Some(size),
+        profile: None,
     }
 }
 
@@ -584,6 +585,7 @@ fn bad_configurations_name_the_field_and_leave_no_vm() {
                 path: "/nonexistent/pmem".into(),
             },
             size: None,
+            profile: None,
         }
     };
     let with_policy = |edit: fn(&mut TieringPolicy)| -> Edit {

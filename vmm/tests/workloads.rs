@@ -297,3 +297,82 @@ fn idle_gives_the_host_cpu_back() {
         assert_eq!(total, 0.0, "an idle guest accesses nothing: {gt}");
     }
 }
+
+/// Every tier's speed is in the report: measured for memfd tiers unless
+/// declared; tiers that read alike draw the `tiers-alike` warning (the
+/// engine can only cost there), tiers that differ do not, and the engine
+/// turns the tiers' speeds into the read latency its placement gives.
+#[test]
+fn the_report_names_each_tiers_speed_and_warns_when_they_read_alike() {
+    let speeds_and_warnings = |name: &str, slow: &str| {
+        let dram = "name=dram,backend=memfd,size=32M,read-latency=100ns,read-bandwidth=20G";
+        let (report, text) = run_json_and_text(
+            name,
+            &[
+                "--workload",
+                "hotset:seconds=0.4,phases=2",
+                "--vcpus",
+                "1",
+                "--memory",
+                "128M",
+                "--tier",
+                dram,
+                "--tier",
+                slow,
+            ],
+        );
+        let speeds: Vec<Value> = report["tiers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["speed"].clone())
+            .collect();
+        let kinds: Vec<String> = report["tiering"]["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["kind"].as_str().unwrap().to_owned())
+            .collect();
+        (report, text, speeds, kinds)
+    };
+
+    let (_, text, speeds, kinds) = speeds_and_warnings(
+        "speed-alike",
+        "name=slow,backend=memfd,size=96M,read-latency=105ns,read-bandwidth=19G",
+    );
+    assert_eq!(speeds[1]["source"], "declared", "{speeds:?}");
+    assert_eq!(speeds[1]["profile"]["read_latency_ns"], 105);
+    assert!(kinds.contains(&"tiers-alike".to_owned()), "{kinds:?}");
+    assert!(
+        text.contains(
+            "warning: the tiers read alike (fast 100 ns, 20 GiB/s, slow 105 ns, 19 GiB/s)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("read 100 ns, 20 GiB/s (declared)"), "{text}");
+
+    let (report, text, _, kinds) = speeds_and_warnings(
+        "speed-cxl",
+        "name=slow,backend=memfd,size=96M,read-latency=300ns,read-bandwidth=4G",
+    );
+    assert!(!kinds.contains(&"tiers-alike".to_owned()), "{kinds:?}");
+    // Heat on both tiers: the estimate lies between their latencies.
+    let estimate = report["tiering"]["cost"]["estimated_read_latency_ns"]
+        .as_f64()
+        .unwrap();
+    assert!((100.0..=300.0).contains(&estimate), "{estimate}");
+    assert_eq!(report["tiering"]["cost"]["fast_read_latency_ns"], 100);
+    assert!(text.contains("(all on the fast tier: 100 ns)"), "{text}");
+
+    // Nothing declared: memfd tiers are measured.
+    let (report, _) = run_json_and_text(
+        "speed-measured",
+        &["--workload", "hotset:seconds=0.2", "--memory", "64M"],
+    );
+    for tier in report["tiers"].as_array().unwrap() {
+        let speed = &tier["speed"];
+        assert_eq!(speed["source"], "measured", "{speed}");
+        assert!(speed["profile"]["read_latency_ns"].as_u64().unwrap() > 0);
+        assert!(speed["profile"]["read_bandwidth"].as_u64().unwrap() > 0);
+    }
+}

@@ -21,7 +21,7 @@ use api::types::{
     VmInfo, VmState, VmmPingResponse,
 };
 use api::{ApiClient, ApiServer, ControlError, ServerConfig, VmmControl};
-use guest_memory::{BackendSpec, TierUsage};
+use guest_memory::{BackendSpec, TierSpeed, TierUsage};
 use tiering::stats::{MoveCount, StageMicros};
 use tiering::{EngineCost, EngineWarning};
 use tiering::{
@@ -66,6 +66,12 @@ impl Vm {
                 name: t.name.clone(),
                 capacity_frames: (t.size.unwrap_or(0) / fs) as usize,
                 used_frames: self.placement.iter().filter(|p| **p as usize == i).count(),
+                speed: t.profile.map_or_else(
+                    || TierSpeed::Unknown {
+                        reason: "the test double measures nothing".into(),
+                    },
+                    |profile| TierSpeed::Declared { profile },
+                ),
             })
             .collect()
     }
@@ -377,6 +383,7 @@ impl VmmControl for MemoryVmm {
                 tracker: policy.tracker.clone(),
                 fast_quota: Some(policy.fast_quota),
                 threshold: Some(1.5),
+                threshold_pages: Some(0.2),
                 hot_frames: 3,
                 hot_set_bytes: 3 * vm.config.memory.frame_size,
                 hot_page_bytes: 5 * 4096,
@@ -411,6 +418,8 @@ impl VmmControl for MemoryVmm {
                     write_stall_us: 700,
                     bytes_moved: 6 * vm.config.memory.frame_size,
                     fast_heat_share: Some(0.8),
+                    estimated_read_latency_ns: Some(140.0),
+                    fast_read_latency_ns: Some(100),
                 },
                 last_error: None,
                 rebalance: vm.rebalance.clone(),
@@ -418,6 +427,7 @@ impl VmmControl for MemoryVmm {
                 warnings: EngineWarning::of(
                     3 * vm.config.memory.frame_size,
                     Some(policy.fast_quota),
+                    &vm.usage(),
                 ),
             }))
         })

@@ -96,6 +96,11 @@ pub(crate) fn validate(cfg: &MemoryConfig) -> Result<Plan, ConfigError> {
         if !names.insert(spec.name.as_str()) {
             return Err(ConfigError::DuplicateTierName(spec.name.clone()));
         }
+        if let Some(p) = spec.profile
+            && (p.read_latency_ns == 0 || p.read_bandwidth == 0)
+        {
+            return Err(ConfigError::ZeroProfile(spec.name.clone()));
+        }
     }
     let specs = backing::resolve_nodes(cfg.backing, &cfg.tiers)?;
     backing::check(cfg.backing, &specs)?;

@@ -61,6 +61,9 @@ pub enum ConfigError {
     /// Two tiers with one name.
     #[error("duplicate tier name '{0}'")]
     DuplicateTierName(String),
+    /// A declared profile with a zero latency or bandwidth.
+    #[error("tier '{0}': a declared profile needs a read latency and bandwidth above zero")]
+    ZeroProfile(String),
     /// A memfd tier without a size.
     #[error("tier '{0}': backend=memfd needs a size")]
     MemfdWithoutSize(String),

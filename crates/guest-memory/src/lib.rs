@@ -49,6 +49,7 @@ pub mod size;
 mod size_limits;
 mod slots;
 pub mod tier_spec;
+mod tier_speed;
 mod tiered;
 pub mod uffd;
 mod verify;
@@ -84,5 +85,6 @@ pub use size::{
 pub use size_limits::{DEFAULT_FRAME_SIZE, MAX_SIZE, MIN_FRAME_SIZE};
 pub use slots::{SlotAllocator, SlotError};
 pub use tier_spec::{BackendSpec, TIER_SPEC_KEYS, TierSpec, TierSpecError};
+pub use tier_speed::{TierProfile, TierSpeed};
 pub use tiered::{TierUsage, TieredMemory};
 pub use verify::VerifyError;

@@ -10,10 +10,11 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::size::{SizeError, format_size_arg, parse_size};
+use crate::tier_speed::TierProfile;
 
 /// Keys a tier specification may contain.
 /// The keys a `--tier` spec takes.
-pub const TIER_SPEC_KEYS: [&str; 7] = [
+pub const TIER_SPEC_KEYS: [&str; 9] = [
     "name",
     "backend",
     "size",
@@ -21,6 +22,8 @@ pub const TIER_SPEC_KEYS: [&str; 7] = [
     "numa-node",
     "hugetlb",
     "prealloc",
+    "read-latency",
+    "read-bandwidth",
 ];
 
 /// One tier of guest memory as configured: a name, a backend and a capacity.
@@ -35,6 +38,10 @@ pub struct TierSpec {
     /// Capacity in bytes. `None` only for file backends, where it means the file's size.
     #[serde(default)]
     pub size: Option<u64>,
+    /// The tier's speed, declared instead of measured (emulated tiers,
+    /// benchmarks, devices the probe cannot reach).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<TierProfile>,
 }
 
 /// The backing object of a tier.
@@ -76,7 +83,8 @@ pub enum TierSpecError {
     NotKeyValue(String),
     /// A key is not one of the known keys.
     #[error(
-        "unknown key '{0}' (expected one of name, backend, size, path, numa-node, hugetlb, prealloc)"
+        "unknown key '{0}' (expected one of name, backend, size, path, numa-node, hugetlb, \
+         prealloc, read-latency, read-bandwidth)"
     )]
     UnknownKey(String),
     /// A key appeared twice.
@@ -123,6 +131,15 @@ pub enum TierSpecError {
     /// `backend=file` without a path.
     #[error("backend=file needs 'path'")]
     FileWithoutPath,
+    /// `read-latency` is not a positive number of `ns` or `us`.
+    #[error("bad value for 'read-latency': '{0}' (expected a time such as 250ns or 1.2us)")]
+    BadLatency(String),
+    /// `read-bandwidth` did not parse or is zero.
+    #[error("bad value for 'read-bandwidth': '{0}' (expected bytes per second such as 8G)")]
+    BadBandwidth(String),
+    /// Only one half of a declared profile.
+    #[error("'read-latency' and 'read-bandwidth' declare a profile together: give both")]
+    HalfProfile,
 }
 
 /// The raw key/value pairs of one specification, each key at most once.
@@ -185,12 +202,44 @@ impl FromStr for TierSpec {
             Some("file") => parse_file(&items)?,
             Some(other) => return Err(TierSpecError::UnknownBackend(other.to_owned())),
         };
+        let profile = parse_profile(&items)?;
         Ok(TierSpec {
             name: name.to_owned(),
             backend,
             size,
+            profile,
         })
     }
+}
+
+fn parse_profile(items: &RawItems<'_>) -> Result<Option<TierProfile>, TierSpecError> {
+    let (latency, bandwidth) = match (items.get("read-latency"), items.get("read-bandwidth")) {
+        (None, None) => return Ok(None),
+        (Some(l), Some(b)) => (l, b),
+        _ => return Err(TierSpecError::HalfProfile),
+    };
+    let bad_latency = || TierSpecError::BadLatency(latency.to_owned());
+    let (number, scale) = if let Some(n) = latency.strip_suffix("ns") {
+        (n, 1.0)
+    } else if let Some(n) = latency.strip_suffix("us") {
+        (n, 1000.0)
+    } else {
+        return Err(bad_latency());
+    };
+    let ns = number.parse::<f64>().map_err(|_| bad_latency())? * scale;
+    // Whole nanoseconds, at least one.
+    if !ns.is_finite() || !(0.5..1e12).contains(&ns) {
+        return Err(bad_latency());
+    }
+    let read_latency_ns = ns.round() as u64;
+    let read_bandwidth = match parse_size(bandwidth) {
+        Ok(b) if b > 0 => b,
+        _ => return Err(TierSpecError::BadBandwidth(bandwidth.to_owned())),
+    };
+    Ok(Some(TierProfile {
+        read_latency_ns,
+        read_bandwidth,
+    }))
 }
 
 fn parse_spec_size(text: &str) -> Result<u64, TierSpecError> {
@@ -276,6 +325,14 @@ impl fmt::Display for TierSpec {
                 write!(f, ",prealloc=on")?;
             }
         }
+        if let Some(p) = &self.profile {
+            write!(
+                f,
+                ",read-latency={}ns,read-bandwidth={}",
+                p.read_latency_ns,
+                format_size_arg(p.read_bandwidth)
+            )?;
+        }
         Ok(())
     }
 }
@@ -309,6 +366,49 @@ mod tests {
     }
 
     #[test]
+    fn a_tier_may_declare_its_speed() {
+        let spec =
+            parse("name=cxl,backend=memfd,size=1G,read-latency=0.25us,read-bandwidth=8G").unwrap();
+        let p = spec.profile.unwrap();
+        assert_eq!(p.read_latency_ns, 250);
+        assert_eq!(p.read_bandwidth, 8 << 30);
+        assert_eq!(
+            spec.to_string().parse::<TierSpec>().unwrap(),
+            spec,
+            "round-trips"
+        );
+        let file =
+            parse("name=pmem,backend=file,path=/dev/dax0.0,read-latency=300ns,read-bandwidth=6G");
+        assert_eq!(file.unwrap().profile.unwrap().read_latency_ns, 300);
+        for (text, expect) in [
+            ("read-latency=250ns", TierSpecError::HalfProfile),
+            ("read-bandwidth=8G", TierSpecError::HalfProfile),
+            (
+                "read-latency=250,read-bandwidth=8G",
+                TierSpecError::BadLatency("250".into()),
+            ),
+            (
+                "read-latency=-3ns,read-bandwidth=8G",
+                TierSpecError::BadLatency("-3ns".into()),
+            ),
+            (
+                "read-latency=250ns,read-bandwidth=0",
+                TierSpecError::BadBandwidth("0".into()),
+            ),
+            (
+                "read-latency=250ns,read-bandwidth=fast",
+                TierSpecError::BadBandwidth("fast".into()),
+            ),
+        ] {
+            assert_eq!(
+                parse(&format!("name=a,backend=memfd,size=2M,{text}")),
+                Err(expect),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
     fn parses_memfd_tier() {
         let spec = parse("name=dram,backend=memfd,size=256M").unwrap();
         assert_eq!(
@@ -321,6 +421,7 @@ mod tests {
                     prealloc: false
                 },
                 size: Some(256 * MIB),
+                profile: None,
             }
         );
     }

@@ -31,6 +31,7 @@ use crate::initial_placement::Placement;
 use crate::ledger::{Ledger, LedgerError};
 use crate::placement::{Location, PlacementMap, PlacementSnapshot};
 use crate::shared_numa;
+use crate::tier_speed::TierSpeed;
 use crate::verify::verify;
 
 /// Occupancy of one tier, derived from the placement map.
@@ -43,6 +44,8 @@ pub struct TierUsage {
     pub capacity_frames: usize,
     /// Frames living on the tier.
     pub used_frames: usize,
+    /// How fast the tier's memory is.
+    pub speed: TierSpeed,
 }
 
 /// A VM's tiered guest RAM.
@@ -60,6 +63,8 @@ pub struct TieredMemory {
     ledger: Mutex<Ledger>,
     policy: Placement,
     backing: Backing,
+    /// Per tier, declared or measured when the memory was built.
+    speeds: Vec<TierSpeed>,
 }
 
 /// Zeroes the slots that will back frames on tiers whose contents
@@ -92,6 +97,11 @@ impl TieredMemory {
         let ranges = GuestRanges::reserve(&plan.regions, plan.frame_size)?;
         let frames = FrameTable::new(plan.frame_size, ranges.mapped().to_vec());
         map_all(&frames, &tiers, ledger.map())?;
+        let speeds = tiers
+            .iter()
+            .zip(&cfg.tiers)
+            .map(|(tier, spec)| TierSpeed::of(tier.kind(), spec.profile))
+            .collect();
         Ok(Self {
             ranges,
             frames,
@@ -99,6 +109,7 @@ impl TieredMemory {
             ledger: Mutex::new(ledger),
             policy: cfg.placement,
             backing: cfg.backing,
+            speeds,
         })
     }
 
@@ -174,6 +185,7 @@ impl TieredMemory {
                 name: t.name().to_owned(),
                 capacity_frames: t.capacity_frames(),
                 used_frames: ledger.map().used_frames(tier),
+                speed: self.speeds[tier.index()].clone(),
             })
             .collect()
     }

@@ -164,6 +164,7 @@ fn memory_field(e: &ConfigError, body: &VmConfigBody) -> String {
         | ConfigError::MemoryNotFrameMultiple { .. }
         | ConfigError::RegionNotFrameMultiple { .. } => "memory.size".into(),
         ConfigError::DuplicateTierName(name) => tier(name, ".name"),
+        ConfigError::ZeroProfile(name) => tier(name, ".profile"),
         ConfigError::MemfdWithoutSize(tier_name) => tier(tier_name, ".size"),
         ConfigError::TierNotFrameMultiple { tier: t, .. }
         | ConfigError::TierBelowOneFrame { tier: t, .. }

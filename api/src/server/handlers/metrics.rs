@@ -160,6 +160,26 @@ fn vm_metrics(page: &mut Exposition, info: &VmInfo) {
             (&l[..], Value::from(bytes))
         }),
     );
+    // Tiers of unknown speed (device-DAX or file, nothing declared) have
+    // no sample: vm.info says why.
+    let profiles = || {
+        tier_labels
+            .iter()
+            .zip(&info.tiers)
+            .filter_map(|(l, t)| Some((&l[..], t.speed.profile()?)))
+    };
+    page.family(
+        "tiervisor_tier_read_latency_seconds",
+        Kind::Gauge,
+        "A tier's read latency (one dependent cache-line read), measured or declared.",
+        profiles().map(|(l, p)| (l, Value::from(p.read_latency_ns as f64 / 1e9))),
+    );
+    page.family(
+        "tiervisor_tier_read_bandwidth_bytes_per_second",
+        Kind::Gauge,
+        "One thread's sequential read bandwidth on a tier, measured or declared.",
+        profiles().map(|(l, p)| (l, Value::from(p.read_bandwidth))),
+    );
 }
 
 fn counter_metrics(page: &mut Exposition, vm: &str, counters: &VmCounters) {
@@ -282,6 +302,14 @@ fn cost_metrics(page: &mut Exposition, l: &[(&str, &str)], cost: &EngineCost) {
             share.into(),
         ));
     }
+    if let Some(ns) = cost.estimated_read_latency_ns {
+        gauges.push((
+            "tiervisor_estimated_read_latency_seconds",
+            "Read latency of the estimated accesses as placed: each tier's latency weighted by its \
+             share of the heat.",
+            (ns / 1e9).into(),
+        ));
+    }
     page.singles(Kind::Gauge, l, gauges);
 }
 
@@ -369,7 +397,7 @@ fn engine_metrics(page: &mut Exposition, vm: &str, stats: &EngineStats) {
             (&l[..], Value::from(on))
         }),
     );
-    let gauges: [(&str, &str, Value); 4] = [
+    let gauges: [(&str, &str, Value); 5] = [
         (
             "tiervisor_hot_frames",
             "Frames at or above the hot threshold (the engine's hot set).",
@@ -387,8 +415,14 @@ fn engine_metrics(page: &mut Exposition, vm: &str, stats: &EngineStats) {
         ),
         (
             "tiervisor_engine_threshold_heat",
-            "The hot threshold of the last interval (heat units).",
+            "The hot threshold of the last interval (heat: decayed weighted page touches).",
             stats.threshold.unwrap_or(f64::INFINITY).into(),
+        ),
+        (
+            "tiervisor_engine_threshold_pages",
+            "The hot threshold as the 4 KiB pages of a frame seen touched per interval \
+             (writes weighted) that hold a frame at it.",
+            stats.threshold_pages.unwrap_or(f64::INFINITY).into(),
         ),
     ];
     page.singles(Kind::Gauge, l, gauges);

@@ -147,6 +147,7 @@ mod tests {
                 prealloc: false,
             },
             size: Some(4 << 20),
+            profile: None,
         };
         let config = MemoryConfig {
             frame_size: 64 << 10,

@@ -70,6 +70,7 @@ impl GuestShape {
                 prealloc: self.prealloc,
             },
             size: Some(self.tier_bytes),
+            profile: None,
         };
         VmConfig {
             vcpus: self.vcpus,

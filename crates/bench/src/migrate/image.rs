@@ -167,6 +167,7 @@ mod tests {
                 prealloc: false,
             },
             size: Some(4 << 20),
+            profile: None,
         };
         TieredMemory::new(&MemoryConfig {
             frame_size: 64 << 10,

@@ -114,6 +114,7 @@ pub fn spec_config(spec: &RunSpec, args: &str) -> VmConfig {
             prealloc: false,
         },
         size: Some(size),
+        profile: None,
     };
     VmConfig {
         vcpus: spec.vcpus,

@@ -121,6 +121,7 @@ pub fn vm_config(settings: &TrackSettings, args: &str, phases: u32) -> VmConfig 
                     prealloc: false,
                 },
                 size: Some(settings.guest_bytes),
+                profile: None,
             }],
             placement: Placement::FastFirst,
             ..MemoryConfig::default()

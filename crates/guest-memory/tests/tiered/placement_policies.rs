@@ -26,6 +26,7 @@ fn usage(mem: &TieredMemory) -> Vec<(String, usize, usize)> {
                  name,
                  capacity_frames,
                  used_frames,
+                 ..
              }| (name, capacity_frames, used_frames),
         )
         .collect()

@@ -1,20 +1,21 @@
 //! The tiering engine's counters as a table (`tierctl stats`), tier
 //! occupancy bars, and rebalance progress.
 
-use guest_memory::TierUsage;
+use guest_memory::{TierSpeed, TierUsage};
 
 use crate::render::table::{Table, key_values};
-use crate::render::units::{bar, count, duration_ms, fraction, heat, micros, percent, size};
+use crate::render::units::{bar, count, duration_ms, fraction, micros, percent, size};
 use tiering::{EngineStats, RebalanceProgress, RebalanceState};
 
 /// Width of occupancy and progress bars.
 const BAR_WIDTH: usize = 20;
 
 /// Per-tier occupancy: used and capacity (bytes when `frame_size` is
-/// known, frames always) and a bar.
+/// known, frames always), a bar, and the tier's read speed (`-` when
+/// unknown: `vm.info` says why).
 pub fn tier_table(tiers: &[TierUsage], frame_size: Option<u64>) -> String {
-    let mut table =
-        Table::new(&["TIER", "USED", "CAPACITY", "FRAMES", "OCCUPANCY"]).right_align(&[1, 2, 3]);
+    let mut table = Table::new(&["TIER", "USED", "CAPACITY", "FRAMES", "OCCUPANCY", "READ"])
+        .right_align(&[1, 2, 3]);
     for (index, tier) in tiers.iter().enumerate() {
         let (used, capacity) = (tier.used_frames as u64, tier.capacity_frames as u64);
         let bytes =
@@ -26,6 +27,10 @@ pub fn tier_table(tiers: &[TierUsage], frame_size: Option<u64>) -> String {
             bytes(capacity),
             format!("{used}/{capacity}"),
             format!("{} {}", bar(share, BAR_WIDTH), percent(share)),
+            match &tier.speed {
+                TierSpeed::Unknown { .. } => "-".to_owned(),
+                known => known.describe(),
+            },
         ]);
     }
     table.render()
@@ -115,12 +120,7 @@ pub fn render_stats(stats: &EngineStats, vm: &str, frame_size: u64) -> String {
         size(frame_size)
     );
     out.push_str(&key_values(&[
-        (
-            "threshold",
-            stats
-                .threshold
-                .map_or_else(|| "none (nothing may be promoted)".into(), heat),
-        ),
+        ("threshold", stats.describe_threshold(frame_size)),
         ("fast quota", quota),
         (
             "hot set",
@@ -191,6 +191,7 @@ mod tests {
     use tiering::FastQuota;
 
     use super::*;
+    use guest_memory::TierProfile;
     use tiering::{IntervalRecord, MoveCount, StageMicros};
 
     const MIB: u64 = 1 << 20;
@@ -201,11 +202,23 @@ mod tests {
                 name: "dram".into(),
                 capacity_frames: 128,
                 used_frames: 64,
+                speed: TierSpeed::Declared {
+                    profile: TierProfile {
+                        read_latency_ns: 100,
+                        read_bandwidth: 10 << 30,
+                    },
+                },
             },
             TierUsage {
                 name: "slow".into(),
                 capacity_frames: 384,
                 used_frames: 384,
+                speed: TierSpeed::Declared {
+                    profile: TierProfile {
+                        read_latency_ns: 300,
+                        read_bandwidth: 4 << 30,
+                    },
+                },
             },
         ]
     }
@@ -229,10 +242,10 @@ mod tests {
         assert_eq!(lines.len(), 3);
         assert_eq!(
             lines[1],
-            "0 dram  128 MiB   256 MiB   64/128  [##########..........]  50.0%"
+            "0 dram  128 MiB   256 MiB   64/128  [##########..........]  50.0%  100 ns, 10 GiB/s (declared)"
         );
         assert!(
-            lines[2].ends_with("[####################] 100.0%"),
+            lines[2].ends_with("[####################] 100.0%  300 ns, 4 GiB/s (declared)"),
             "{}",
             lines[2]
         );
@@ -282,6 +295,7 @@ mod tests {
                 max_bytes: 256 * MIB,
             }),
             threshold: Some(1234.56),
+            threshold_pages: Some(159.8),
             hot_frames: 48,
             hot_set_bytes: 96 * MIB,
             hot_page_bytes: 80 * MIB,
@@ -335,7 +349,7 @@ mod tests {
         let text = render_stats(&stats, "vm0", 2 * MIB);
         for expected in [
             "tiering engine of vm0: 10 intervals, tracker dirty-log, frames of 2 MiB",
-            "threshold       1235\n",
+            "threshold       1235 (about 160 of a frame's 512 pages touched per interval)\n",
             "fast quota      256 MiB\n",
             "hot set         48 frames, 96 MiB (hot 4 KiB pages: 80 MiB)",
             "promotions      120 frames, 240 MiB",

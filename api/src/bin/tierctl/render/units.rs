@@ -35,13 +35,7 @@ pub fn count(n: u64, noun: &str) -> String {
 }
 
 /// A heat value: one decimal below 100, none above.
-pub fn heat(value: f64) -> String {
-    if value.abs() < 100.0 {
-        format!("{value:.1}")
-    } else {
-        format!("{value:.0}")
-    }
-}
+pub use tiering::format_heat as heat;
 
 /// `part / whole` in [0, 1]; 0 when `whole` is 0.
 pub fn fraction(part: u64, whole: u64) -> f64 {

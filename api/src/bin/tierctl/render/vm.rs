@@ -157,7 +157,7 @@ pub fn render_counters(counters: &VmCounters) -> String {
 mod tests {
     use std::path::PathBuf;
 
-    use guest_memory::{MemoryConfig, TierUsage};
+    use guest_memory::{MemoryConfig, TierProfile, TierSpeed, TierUsage};
 
     use api::types::{MigrationBody, VcpuCounters, VmConfigBody, VmEndInfo, VmEndKind, VmState};
 
@@ -170,6 +170,7 @@ mod tests {
             name: name.into(),
             backend,
             size,
+            profile: None,
         };
         VmInfo {
             config: VmConfigBody {
@@ -214,11 +215,23 @@ mod tests {
                     name: "dram".into(),
                     capacity_frames: 128,
                     used_frames: 128,
+                    speed: TierSpeed::Declared {
+                        profile: TierProfile {
+                            read_latency_ns: 100,
+                            read_bandwidth: 10 << 30,
+                        },
+                    },
                 },
                 TierUsage {
                     name: "pmem".into(),
                     capacity_frames: 1024,
                     used_frames: 384,
+                    speed: TierSpeed::Declared {
+                        profile: TierProfile {
+                            read_latency_ns: 300,
+                            read_bandwidth: 4 << 30,
+                        },
+                    },
                 },
             ],
             tiering: true,

@@ -1,7 +1,7 @@
 //! Response bodies the test server answers with, built from the API's
 //! own types.
 
-use guest_memory::{BackendSpec, MemoryConfig, TierSpec, TierUsage};
+use guest_memory::{BackendSpec, MemoryConfig, TierProfile, TierSpec, TierSpeed, TierUsage};
 
 use api::types::{MigrationBody, PayloadConfig, VmConfigBody, VmInfo, VmState};
 
@@ -27,11 +27,13 @@ pub fn config() -> VmConfigBody {
                     name: "dram".into(),
                     backend: memfd(),
                     size: Some(128 * MIB),
+                    profile: None,
                 },
                 TierSpec {
                     name: "slow".into(),
                     backend: memfd(),
                     size: Some(384 * MIB),
+                    profile: None,
                 },
             ],
         ),
@@ -51,11 +53,23 @@ pub fn tiers() -> Vec<TierUsage> {
             name: "dram".into(),
             capacity_frames: 64,
             used_frames: 64,
+            speed: TierSpeed::Declared {
+                profile: TierProfile {
+                    read_latency_ns: 100,
+                    read_bandwidth: 10 << 30,
+                },
+            },
         },
         TierUsage {
             name: "slow".into(),
             capacity_frames: 192,
             used_frames: 192,
+            speed: TierSpeed::Declared {
+                profile: TierProfile {
+                    read_latency_ns: 300,
+                    read_bandwidth: 4 << 30,
+                },
+            },
         },
     ]
 }
