@@ -13,6 +13,8 @@ log() { printf '\n==> %s\n' "$*"; }
 need_pkgs=()
 command -v cc >/dev/null || need_pkgs+=(gcc)
 command -v git >/dev/null || need_pkgs+=(git)
+# The docs' API examples (scripts/api-examples.py) run curl as written.
+command -v curl >/dev/null || need_pkgs+=(curl)
 # The API contract test runs schemathesis (PyPI) in a virtualenv.
 command -v python3 >/dev/null || need_pkgs+=(python3)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need_pkgs+=(python3-venv)
@@ -126,6 +128,9 @@ stage "install (scripts/install.sh: tiervisor, tierctl, tierbench)" install_chec
 
 stage "README walkthrough, as written, with the installed binaries" \
     python3 scripts/walkthrough.py target/install-check/bin
+
+stage "docs/api.md examples, as written, with the installed binaries" \
+    python3 scripts/api-examples.py target/install-check/bin
 
 stage "API contract test (schemathesis against a live tiervisor serve)" \
     scripts/api-contract.sh
