@@ -222,9 +222,21 @@ class Harness:
         r = self.tierctl("--json", "info")
         return json.loads(r.stdout)["state"] if r.returncode == 0 else None
 
+    def idle(self) -> None:
+        """Waits until no tier measurement (vm.tiers.measure) runs: the
+        next example may start one, and only one runs at a time."""
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline:
+            r = self.tierctl("--json", "info")
+            if r.returncode != 0 or not json.loads(r.stdout).get("measuring_tiers"):
+                return
+            time.sleep(0.1)
+        raise Failed(f"a tier measurement ran longer than {DEADLINE_S} s")
+
     def ensure(self, need: str) -> None:
         if need == "any":
             return
+        self.idle()
         state = self.state()
         if need == "none":
             if state:

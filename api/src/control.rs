@@ -30,6 +30,9 @@ pub enum ControlError {
     /// The VM runs without a tiering engine.
     #[error("tiering is off for this VM")]
     NoTiering,
+    /// The same work is already under way (e.g. a tier measurement).
+    #[error("{0} is already under way")]
+    Busy(&'static str),
     /// The request is well-formed JSON but a value is wrong.
     #[error("{field}: {reason}")]
     Invalid {
@@ -82,6 +85,10 @@ pub trait VmmControl: Send + Sync {
     fn vm_info(&self) -> Result<VmInfo, ControlError>;
     /// `vm.counters`.
     fn vm_counters(&self) -> Result<VmCounters, ControlError>;
+    /// `vm.tiers.measure`: starts measuring the speed of every tier that
+    /// declares none again, in the background; `vm.info` shows the new
+    /// figures once `measuring_tiers` is false.
+    fn measure_tiers(&self) -> Result<(), ControlError>;
 
     /// `GET vm.tiering`: the policy in force.
     fn tiering_policy(&self) -> Result<TieringPolicy, ControlError>;

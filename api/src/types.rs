@@ -212,6 +212,10 @@ pub struct VmInfo {
     pub frame_size: u64,
     /// Per-tier occupancy now.
     pub tiers: Vec<TierUsage>,
+    /// Whether a measurement of the tiers' speeds (`vm.tiers.measure`)
+    /// runs now.
+    #[serde(default)]
+    pub measuring_tiers: bool,
     /// Whether a tiering engine runs.
     pub tiering: bool,
     /// Milliseconds since boot (0 before).

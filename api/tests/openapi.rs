@@ -55,7 +55,7 @@ fn every_route_is_documented_and_every_documented_route_served() {
         .map(|(m, p)| (m.to_owned(), p))
         .collect();
     assert_eq!(served, documented);
-    assert_eq!(served.len(), 17, "{served:?}");
+    assert_eq!(served.len(), 18, "{served:?}");
 }
 
 /// The document's schema for `instance`: references followed, and of a

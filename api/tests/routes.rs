@@ -46,6 +46,9 @@ fn lifecycle_create_boot_pause_resume_shutdown_delete() {
     assert_eq!(info.tiers[0].used_frames, 16);
     assert_eq!(info.tiers[1].used_frames, 16);
     assert!(info.tiering);
+    assert!(!info.measuring_tiers);
+    assert_eq!(c.put("/api/v1/vm.tiers.measure").unwrap().status, 202);
+    documented("PUT", "/api/v1/vm.tiers.measure", 202);
 
     for (verb, state) in [
         ("vm.boot", VmState::Running),
@@ -64,6 +67,10 @@ fn lifecycle_create_boot_pause_resume_shutdown_delete() {
     assert_eq!(counters.vcpus.len(), 2);
     assert_eq!(counters.vcpus[1].hypercalls, 11);
     assert_eq!(counters.log_lines, 7);
+
+    let shut = c.put("/api/v1/vm.tiers.measure").unwrap_err();
+    assert_eq!(shut.status(), Some(409), "nothing to measure for");
+    documented("PUT", "/api/v1/vm.tiers.measure", 409);
 
     assert_eq!(c.put("/api/v1/vm.delete").unwrap().status, 204);
     let gone = c.get_json::<VmInfo>("/api/v1/vm.info").unwrap_err();

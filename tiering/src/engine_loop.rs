@@ -69,8 +69,6 @@ pub(crate) struct EngineLoop {
     last_moved: Vec<u64>,
     /// Guest-physical address of each frame (fixed for the VM's life).
     gpas: Vec<u64>,
-    /// Each tier's read latency, where known (fixed for the VM's life).
-    tier_latency_ns: Vec<Option<u64>>,
     rebalance: Option<Rebalance>,
     stats: EngineStats,
     recent: Recent,
@@ -100,11 +98,6 @@ impl EngineLoop {
             last_moved: vec![0; memory.frame_count()],
             gpas: (0..memory.frame_count())
                 .map(|f| memory.frames().gpa(FrameId(f)).unwrap_or(0))
-                .collect(),
-            tier_latency_ns: memory
-                .tier_usage()
-                .iter()
-                .map(|t| t.speed.profile().map(|p| p.read_latency_ns))
                 .collect(),
             stats: EngineStats {
                 tracker: tracker.name().to_owned(),
@@ -244,7 +237,14 @@ impl EngineLoop {
         cost.bytes_moved += report.bytes;
         cost.write_stall_us += report.stalls.iter().map(|s| micros(*s)).sum::<u64>();
         cost.fast_heat_share = EngineCost::fast_share(self.heat.heats(), &after);
-        cost.estimate_latency(self.heat.heats(), &after, &self.tier_latency_ns);
+        // Read each interval: a measurement on request may change them.
+        let latency_ns: Vec<Option<u64>> = self
+            .memory
+            .tier_usage()
+            .iter()
+            .map(|t| t.speed.profile().map(|p| p.read_latency_ns))
+            .collect();
+        cost.estimate_latency(self.heat.heats(), &after, &latency_ns);
         cost.engine_cpu_us = access_track::thread_cpu_time().map_or(cost.engine_cpu_us, micros);
         self.stats.aborted += report.aborted as u64;
         if let Some(e) = outcome.errors().last() {

@@ -14,7 +14,7 @@ use api::types::{
 };
 use api::{ControlError, VmmControl};
 use guest_abi::{Op, Request};
-use guest_memory::{BackendSpec, MemoryConfig, Placement, TierSpec};
+use guest_memory::{BackendSpec, MemoryConfig, Placement, TierProfile, TierSpec, TierSpeed};
 use tiering::{PinnedRange, RebalanceState, TieringPolicy};
 use vmm::controller::{ControllerOptions, VmController};
 use vmm::devices::hypercall::LogSink;
@@ -706,4 +706,53 @@ fn bad_configurations_name_the_field_and_leave_no_vm() {
     c.create_vm(body("hotset:size=32M", 1, Some(policy(FAST))))
         .unwrap();
     assert_eq!(c.vm_info().unwrap().state, VmState::Created);
+}
+
+/// `vm.tiers.measure` probes the tiers again in the background: the
+/// request answers at once, `vm.info` shows the measurement running until
+/// the new figures are in, and a declared speed stays as declared.
+#[test]
+fn tiers_are_measured_again_on_request() {
+    let c = controller();
+    assert_eq!(c.measure_tiers().unwrap_err(), ControlError::NoVm);
+    let mut config = body("idle:phases=1,seconds=60", 1, None);
+    config.memory.tiers[1].profile = Some(TierProfile {
+        read_latency_ns: 300,
+        read_bandwidth: 4 << 30,
+    });
+    c.create_vm(config).unwrap();
+    let declared = c.vm_info().unwrap().tiers[1].speed.clone();
+    assert!(
+        matches!(declared, TierSpeed::Declared { .. }),
+        "{declared:?}"
+    );
+    assert!(matches!(
+        c.vm_info().unwrap().tiers[0].speed,
+        TierSpeed::Measured { .. }
+    ));
+
+    c.measure_tiers().unwrap();
+    assert!(
+        wait_for(Duration::from_secs(60), || !c
+            .vm_info()
+            .unwrap()
+            .measuring_tiers),
+        "the measurement never ended"
+    );
+    let info = c.vm_info().unwrap();
+    assert!(
+        matches!(info.tiers[0].speed, TierSpeed::Measured { .. }),
+        "{:?}",
+        info.tiers[0].speed
+    );
+    assert_eq!(info.tiers[1].speed, declared, "a declared speed is kept");
+
+    // Once the VM has shut down there is nothing to measure for.
+    c.boot_vm().unwrap();
+    c.shutdown_vm().unwrap();
+    assert_eq!(
+        wrong_state(c.measure_tiers().unwrap_err()),
+        VmState::Shutdown
+    );
+    c.delete_vm().unwrap();
 }

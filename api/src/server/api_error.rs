@@ -105,7 +105,9 @@ impl ApiError {
             ApiError::Internal(_) => 500,
             ApiError::Control(e) => match e {
                 ControlError::NoVm => 404,
-                ControlError::WrongState { .. } | ControlError::NoTiering => 409,
+                ControlError::WrongState { .. }
+                | ControlError::NoTiering
+                | ControlError::Busy(_) => 409,
                 ControlError::Invalid { .. } => 400,
                 ControlError::Internal(_) => 500,
             },
@@ -152,6 +154,7 @@ mod tests {
                 409,
             ),
             (ControlError::NoTiering, 409),
+            (ControlError::Busy("a tier measurement"), 409),
             (ControlError::invalid("memory.size", "zero"), 400),
             (ControlError::Internal("boom".into()), 500),
         ];

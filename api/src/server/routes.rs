@@ -19,6 +19,7 @@ macro_rules! api_routes {
             vm_delete, __path_vm_delete;
             vm_info, __path_vm_info;
             vm_counters, __path_vm_counters;
+            vm_tiers_measure, __path_vm_tiers_measure;
             vm_tiering_get, __path_vm_tiering_get;
             vm_tiering_put, __path_vm_tiering_put;
             vm_tiering_stats, __path_vm_tiering_stats;

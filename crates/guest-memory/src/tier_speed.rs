@@ -113,13 +113,14 @@ impl TierSpeed {
     }
 
     /// The speed of a tier of `kind`: `declared` when given, else a probe
-    /// of its node's memory.
-    pub(crate) fn of(kind: &BackendKind, declared: Option<TierProfile>) -> TierSpeed {
+    /// of its node's memory (the process's earlier result for the node
+    /// unless `fresh`).
+    pub(crate) fn of(kind: &BackendKind, declared: Option<TierProfile>, fresh: bool) -> TierSpeed {
         if let Some(profile) = declared {
             return TierSpeed::Declared { profile };
         }
         match kind {
-            BackendKind::Memfd { numa_node, .. } => match probe_node(*numa_node) {
+            BackendKind::Memfd { numa_node, .. } => match probe_node(*numa_node, fresh) {
                 Ok(profile) => TierSpeed::Measured { profile },
                 Err(reason) => TierSpeed::Unknown { reason },
             },
@@ -138,13 +139,17 @@ type Probed = Result<TierProfile, String>;
 /// Probe results per node (`None`: unbound memory), for the process.
 static PROBED: Mutex<Option<HashMap<Option<u32>, Probed>>> = Mutex::new(None);
 
-/// The profile of memory on `node` (or unbound), probed once per process.
-fn probe_node(node: Option<u32>) -> Probed {
+/// The profile of memory on `node` (or unbound): probed once per process,
+/// or again when `fresh` (the new result replaces the old).
+fn probe_node(node: Option<u32>, fresh: bool) -> Probed {
     // Holding the lock through the probe keeps two probes from running at
     // once and measuring each other.
     let mut cache = PROBED.lock().unwrap_or_else(PoisonError::into_inner);
+    let cache = cache.get_or_insert_with(HashMap::new);
+    if fresh {
+        cache.remove(&node);
+    }
     cache
-        .get_or_insert_with(HashMap::new)
         .entry(node)
         .or_insert_with(|| probe(node, probe_bytes()))
         .clone()
@@ -290,10 +295,10 @@ mod tests {
             path: "/nonexistent".into(),
         };
         assert_eq!(
-            TierSpeed::of(&kind, Some(declared)),
+            TierSpeed::of(&kind, Some(declared), true),
             TierSpeed::Declared { profile: declared }
         );
-        let unknown = TierSpeed::of(&kind, None);
+        let unknown = TierSpeed::of(&kind, None, false);
         assert!(unknown.profile().is_none());
         assert!(unknown.describe().contains("declare read-latency"));
     }

@@ -14,6 +14,7 @@
 //! `shared_numa`): frames keep their slot and change NUMA node instead,
 //! moved by the kernel migrator; slot reservations and remaps are refused.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde::{Deserialize, Serialize};
@@ -31,7 +32,7 @@ use crate::initial_placement::Placement;
 use crate::ledger::{Ledger, LedgerError};
 use crate::placement::{Location, PlacementMap, PlacementSnapshot};
 use crate::shared_numa;
-use crate::tier_speed::TierSpeed;
+use crate::tier_speed::{TierProfile, TierSpeed};
 use crate::verify::verify;
 
 /// Occupancy of one tier, derived from the placement map.
@@ -63,8 +64,13 @@ pub struct TieredMemory {
     ledger: Mutex<Ledger>,
     policy: Placement,
     backing: Backing,
-    /// Per tier, declared or measured when the memory was built.
-    speeds: Vec<TierSpeed>,
+    /// Per tier, declared or measured (when the memory was built, or
+    /// since by [`TieredMemory::measure_speeds`]).
+    speeds: Mutex<Vec<TierSpeed>>,
+    /// Per tier, the profile its spec declares.
+    declared: Vec<Option<TierProfile>>,
+    /// Whether [`TieredMemory::measure_speeds`] runs.
+    measuring: AtomicBool,
 }
 
 /// Zeroes the slots that will back frames on tiers whose contents
@@ -97,10 +103,11 @@ impl TieredMemory {
         let ranges = GuestRanges::reserve(&plan.regions, plan.frame_size)?;
         let frames = FrameTable::new(plan.frame_size, ranges.mapped().to_vec());
         map_all(&frames, &tiers, ledger.map())?;
+        let declared: Vec<Option<TierProfile>> = cfg.tiers.iter().map(|t| t.profile).collect();
         let speeds = tiers
             .iter()
-            .zip(&cfg.tiers)
-            .map(|(tier, spec)| TierSpeed::of(tier.kind(), spec.profile))
+            .zip(&declared)
+            .map(|(tier, declared)| TierSpeed::of(tier.kind(), *declared, false))
             .collect();
         Ok(Self {
             ranges,
@@ -109,7 +116,9 @@ impl TieredMemory {
             ledger: Mutex::new(ledger),
             policy: cfg.placement,
             backing: cfg.backing,
-            speeds,
+            speeds: Mutex::new(speeds),
+            declared,
+            measuring: AtomicBool::new(false),
         })
     }
 
@@ -175,8 +184,42 @@ impl TieredMemory {
         f(self.ledger().map())
     }
 
+    /// Marks a measurement of the tiers' speeds as under way, for
+    /// [`measure_speeds`](Self::measure_speeds) to do and unmark (on any
+    /// thread); `false`, marking nothing, when one already is. Marking
+    /// first lets a caller answer at once and readers see the measurement
+    /// as running until its results are in.
+    pub fn begin_measuring_speeds(&self) -> bool {
+        !self.measuring.swap(true, Ordering::AcqRel)
+    }
+
+    /// Measures every tier that declares no speed again, on fresh probes
+    /// (a tenth of a second or more per node: off any thread that must
+    /// answer quickly), keeps the results and ends the measurement that
+    /// [`begin_measuring_speeds`](Self::begin_measuring_speeds) marked.
+    pub fn measure_speeds(&self) {
+        let speeds: Vec<TierSpeed> = self
+            .tiers
+            .iter()
+            .zip(&self.declared)
+            .map(|(tier, declared)| TierSpeed::of(tier.kind(), *declared, true))
+            .collect();
+        *self.speeds.lock().unwrap_or_else(PoisonError::into_inner) = speeds;
+        self.measuring.store(false, Ordering::Release);
+    }
+
+    /// Whether a measurement of the tiers' speeds is under way.
+    pub fn measuring_speeds(&self) -> bool {
+        self.measuring.load(Ordering::Acquire)
+    }
+
     /// Capacity and occupancy of each tier, from the placement map.
     pub fn tier_usage(&self) -> Vec<TierUsage> {
+        let speeds = self
+            .speeds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let ledger = self.ledger();
         self.tiers
             .iter()
@@ -185,7 +228,7 @@ impl TieredMemory {
                 name: t.name().to_owned(),
                 capacity_frames: t.capacity_frames(),
                 used_frames: ledger.map().used_frames(tier),
-                speed: self.speeds[tier.index()].clone(),
+                speed: speeds[tier.index()].clone(),
             })
             .collect()
     }

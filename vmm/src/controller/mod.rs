@@ -499,6 +499,7 @@ impl VmmControl for VmController {
                 memory_bytes: rec.config.memory.size,
                 frame_size: rec.memory.frame_size(),
                 tiers: Vec::new(),
+                measuring_tiers: false,
                 tiering: rec.tiering,
                 uptime_ms: rec.uptime_ms(),
                 end: rec.end_info.clone(),
@@ -506,7 +507,30 @@ impl VmmControl for VmController {
             Ok((info, rec.memory.clone()))
         })?;
         info.tiers = memory.tier_usage();
+        info.measuring_tiers = memory.measuring_speeds();
         Ok(info)
+    }
+
+    fn measure_tiers(&self) -> Result<(), ControlError> {
+        let memory = self.with_vm(|rec| match rec.state {
+            VmState::Created | VmState::Running | VmState::Paused => Ok(rec.memory.clone()),
+            state => Err(wrong(state, "measure tiers")),
+        })?;
+        if !memory.begin_measuring_speeds() {
+            return Err(ControlError::Busy("a tier measurement"));
+        }
+        // The probes take a tenth of a second or more per node: the API
+        // thread must not wait for them.
+        let probing = Arc::clone(&memory);
+        let spawned = std::thread::Builder::new()
+            .name("tier-probe".into())
+            .spawn(move || probing.measure_speeds());
+        if spawned.is_err() {
+            // No thread to spare: measure here rather than leave the
+            // measurement marked as running for ever.
+            memory.measure_speeds();
+        }
+        Ok(())
     }
 
     fn vm_counters(&self) -> Result<VmCounters, ControlError> {

@@ -101,6 +101,9 @@ pub enum Command {
     Info,
     /// Per-vCPU and per-tier counters (vm.counters).
     Counters,
+    /// Measure the tiers' read speeds again, in the background
+    /// (vm.tiers.measure); `tierctl info` shows the new figures.
+    MeasureTiers,
     /// The tiering policy in force (GET vm.tiering).
     Policy,
     /// Replace the tiering policy (PUT vm.tiering); applied whole at the

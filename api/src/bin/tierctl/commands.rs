@@ -87,6 +87,13 @@ pub fn run(cli: &Cli, endpoint: &Endpoint, output: &mut Output<'_>) -> Result<()
         Command::Counters => show(endpoint, output, "vm.counters", |c: &VmCounters| {
             render_counters(c)
         }),
+        Command::MeasureTiers => action(
+            endpoint,
+            output,
+            "vm.tiers.measure",
+            None,
+            "measuring the tiers' speeds: tierctl info shows them once it is done",
+        ),
         Command::Policy => show(endpoint, output, "vm.tiering", render_policy),
         Command::SetPolicy { file } => {
             let body = read_json::<TieringPolicy>(file, "tiering policy")?;

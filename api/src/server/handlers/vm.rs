@@ -150,3 +150,27 @@ pub(crate) fn vm_info(control: &dyn VmmControl, _: &Request<'_>) -> Result<Respo
 pub(crate) fn vm_counters(control: &dyn VmmControl, _: &Request<'_>) -> Result<Response, ApiError> {
     Response::json(&control.vm_counters()?)
 }
+
+/// Measures the tiers' speeds again.
+///
+/// Every tier that declares no speed is probed afresh in the background
+/// (a tenth of a second or more per NUMA node); `vm.info` shows the new
+/// figures once `measuring_tiers` is false.
+#[utoipa::path(
+    put,
+    path = "/api/v1/vm.tiers.measure",
+    tag = "vm",
+    responses(
+        (status = 202, description = "The measurement has started"),
+        (status = 404, description = "No VM has been created", body = ErrorBody),
+        (status = 409, description = "A measurement is already under way, or the VM has shut \
+            down", body = ErrorBody),
+    ),
+)]
+pub(crate) fn vm_tiers_measure(
+    control: &dyn VmmControl,
+    _: &Request<'_>,
+) -> Result<Response, ApiError> {
+    control.measure_tiers()?;
+    Ok(Response::empty(202))
+}

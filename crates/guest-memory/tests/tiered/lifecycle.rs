@@ -32,3 +32,21 @@ fn tiered_memory_is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<TieredMemory>();
 }
+
+#[test]
+fn one_speed_measurement_runs_at_a_time() {
+    let mem =
+        TieredMemory::new(&MemoryConfig::new(4 * MIB, vec![memfd("speedcheck", "4M")])).unwrap();
+    assert!(!mem.measuring_speeds());
+    assert!(mem.begin_measuring_speeds());
+    assert!(mem.measuring_speeds());
+    assert!(!mem.begin_measuring_speeds(), "a second one is refused");
+    mem.measure_speeds();
+    assert!(!mem.measuring_speeds(), "measuring ends it");
+    assert!(matches!(
+        mem.tier_usage()[0].speed,
+        guest_memory::TierSpeed::Measured { .. }
+    ));
+    assert!(mem.begin_measuring_speeds(), "and the next may start");
+    mem.measure_speeds();
+}

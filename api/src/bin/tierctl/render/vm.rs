@@ -114,6 +114,12 @@ pub fn render_info(info: &VmInfo) -> String {
         let how = if end.success { "success" } else { "failure" };
         pairs.push(("end", format!("{how}: {}", end.description)));
     }
+    if info.measuring_tiers {
+        pairs.push((
+            "tier speeds",
+            "being measured (vm.tiers.measure): ask again for the new figures".to_owned(),
+        ));
+    }
     let mut out = key_values(&pairs);
     out.push('\n');
     out.push_str(&tier_table(&info.tiers, Some(info.frame_size)));
@@ -210,6 +216,7 @@ mod tests {
             state: VmState::Running,
             memory_bytes: 1024 * MIB,
             frame_size: 2 * MIB,
+            measuring_tiers: false,
             tiers: vec![
                 TierUsage {
                     name: "dram".into(),

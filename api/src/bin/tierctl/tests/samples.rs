@@ -82,6 +82,7 @@ pub fn info() -> VmInfo {
         memory_bytes: 512 * MIB,
         frame_size: 2 * MIB,
         tiers: tiers(),
+        measuring_tiers: false,
         tiering: true,
         uptime_ms: 5_000,
         end: None,
