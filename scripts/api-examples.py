@@ -62,6 +62,8 @@ import tempfile
 import threading
 import time
 
+from installed_bins import env_with_bins
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs/api.md"
 TIMEOUT_S = 120  # one command; only a hang reaches it
@@ -412,12 +414,7 @@ def free_port() -> int:
 
 def main() -> int:
     started = time.monotonic()
-    env = dict(os.environ)
-    if len(sys.argv) > 1:
-        env["PATH"] = f"{pathlib.Path(sys.argv[1]).resolve()}:{env['PATH']}"
-    for binary in ("tiervisor", "tierctl"):
-        if not shutil.which(binary, path=env["PATH"]):
-            sys.exit(f"api-examples: {binary} is not on PATH (scripts/install.sh)")
+    env = env_with_bins(sys.argv, "api-examples")
     curl = shutil.which("curl", path=env["PATH"])
     if not curl:
         sys.exit("api-examples: curl is not installed; docs/api.md's examples use it")

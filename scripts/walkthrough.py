@@ -13,13 +13,14 @@ Usage: scripts/walkthrough.py [BIN_DIR]
 """
 
 import json
-import os
 import pathlib
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+
+from installed_bins import env_with_bins
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TIMEOUT_S = 300
@@ -37,12 +38,7 @@ def block(path: pathlib.Path, marker: str, lang: str) -> str:
 
 
 def main() -> int:
-    env = dict(os.environ)
-    if len(sys.argv) > 1:
-        env["PATH"] = f"{pathlib.Path(sys.argv[1]).resolve()}:{env['PATH']}"
-    for binary in ("tiervisor", "tierctl"):
-        if not shutil.which(binary, path=env["PATH"]):
-            sys.exit(f"walkthrough: {binary} is not on PATH (scripts/install.sh)")
+    env = env_with_bins(sys.argv, "walkthrough")
 
     example = block(ROOT / "docs/api.md", "vm.json", "json")
     committed = (ROOT / "docs/examples/vm.json").read_text()
