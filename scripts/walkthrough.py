@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Runs the README's API walkthrough as written and checks each step.
+"""Runs the README's API walkthrough and zipf example as written and
+checks each step.
 
 The block after `<!-- walkthrough: README -->` in README.md runs with
 `bash -e` in a scratch directory holding `docs/examples/vm.json`, which
@@ -8,6 +9,10 @@ must equal docs/api.md's `vm.create` example (the block after
 test command puts the ones scripts/install.sh installed first). Fails,
 naming the step, when the block fails or a step's output is not what the
 docs show.
+
+The README's zipf example (the block after `<!-- walkthrough: zipf -->`)
+runs the same way after it: it must end well, write its JSON report and
+warn that the tiers read alike (both are memfd in the same DRAM).
 
 Usage: scripts/walkthrough.py [BIN_DIR]
 """
@@ -35,6 +40,43 @@ def block(path: pathlib.Path, marker: str, lang: str) -> str:
     if not match:
         sys.exit(f"walkthrough: no ```{lang} block after '{marker}' in {path}")
     return match.group(1)
+
+
+def zipf_example(env: dict, scratch: pathlib.Path) -> list:
+    """Runs the README's zipf example as written in `scratch`; what is
+    wrong with what it did."""
+    script = block(ROOT / "README.md", "zipf", "sh")
+    print("[walkthrough] running README's zipf example", file=sys.stderr)
+    try:
+        run = subprocess.run(
+            ["bash", "-e", "-c", script],
+            cwd=scratch,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return [f"the zipf example did not finish in {TIMEOUT_S} s"]
+    print(run.stdout)
+    failures = []
+    if run.returncode != 0:
+        failures.append(f"the zipf example failed (exit {run.returncode})")
+    for pattern in [
+        r"result: guest exited successfully",
+        r"warning: the tiers read alike",
+        r"engine cost: .* reads at ~\d+ ns",
+    ]:
+        if not re.search(pattern, run.stdout):
+            failures.append(f"the zipf example: expected /{pattern}/")
+    try:
+        report = json.loads((scratch / "report.json").read_text())
+        if report["end"]["kind"] != "success":
+            failures.append(f"the zipf example's report ends {report['end']}")
+    except (OSError, ValueError, KeyError) as e:
+        failures.append(f"the zipf example wrote no readable report.json: {e}")
+    return failures
 
 
 def main() -> int:
@@ -91,6 +133,7 @@ def main() -> int:
     svg = scratch / "heat.svg"
     if not (svg.exists() and svg.read_text().rstrip().endswith("</svg>")):
         failures.append("`tierctl frames --svg heat.svg` wrote no SVG")
+    failures += zipf_example(env, scratch)
     for f in failures:
         print(f"walkthrough: {f}", file=sys.stderr)
     if not failures:
