@@ -12,7 +12,9 @@ docs show.
 
 The README's zipf example (the block after `<!-- walkthrough: zipf -->`)
 runs the same way after it: it must end well, write its JSON report and
-warn that the tiers read alike (both are memfd in the same DRAM).
+warn that the tiers read alike (both are memfd in the same DRAM). Last,
+the README's demo (`<!-- walkthrough: demo -->`, a `cargo run --release`)
+runs as written in the checkout and must end well.
 
 Usage: scripts/walkthrough.py [BIN_DIR]
 """
@@ -29,6 +31,8 @@ from installed_bins import env_with_bins
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TIMEOUT_S = 300
+# The demo builds the release binary first: minutes on 2 cores.
+DEMO_TIMEOUT_S = 1800
 
 
 def block(path: pathlib.Path, marker: str, lang: str) -> str:
@@ -76,6 +80,32 @@ def zipf_example(env: dict, scratch: pathlib.Path) -> list:
             failures.append(f"the zipf example's report ends {report['end']}")
     except (OSError, ValueError, KeyError) as e:
         failures.append(f"the zipf example wrote no readable report.json: {e}")
+    return failures
+
+
+def demo() -> list:
+    """Runs the README's demo as written in the checkout (it builds the
+    release binary); what is wrong with what it did."""
+    script = block(ROOT / "README.md", "demo", "sh")
+    print("[walkthrough] running README's demo (a release build first)", file=sys.stderr)
+    try:
+        run = subprocess.run(
+            ["bash", "-e", "-c", script],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=DEMO_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        return [f"the demo did not finish in {DEMO_TIMEOUT_S} s"]
+    print(run.stdout[-3000:])
+    failures = []
+    if run.returncode != 0:
+        failures.append(f"the demo failed (exit {run.returncode})")
+    for pattern in [r"result: guest exited successfully", r"placement check: ok"]:
+        if not re.search(pattern, run.stdout):
+            failures.append(f"the demo: expected /{pattern}/")
     return failures
 
 
@@ -134,6 +164,7 @@ def main() -> int:
     if not (svg.exists() and svg.read_text().rstrip().endswith("</svg>")):
         failures.append("`tierctl frames --svg heat.svg` wrote no SVG")
     failures += zipf_example(env, scratch)
+    failures += demo()
     for f in failures:
         print(f"walkthrough: {f}", file=sys.stderr)
     if not failures:
