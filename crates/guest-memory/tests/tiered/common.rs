@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests.
 
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -55,6 +56,29 @@ pub fn memfd_mappings(tier: &str) -> usize {
         .unwrap()
         .lines()
         .filter(|l| l.contains(&needle))
+        .count()
+}
+
+/// Device and inode of an open file.
+pub fn file_id(fd: BorrowedFd<'_>) -> (u64, u64) {
+    // SAFETY: a plain C struct of integers, for fstat to fill.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a live fd and a live buffer of the right type.
+    let rc = unsafe { libc::fstat(fd.as_raw_fd(), &mut st) };
+    assert_eq!(rc, 0);
+    (st.st_dev, st.st_ino)
+}
+
+/// Mappings in this process of the backing file of `mem`'s tier `tier`
+/// (`/proc/self/maps` lines with its inode): its guest range pieces and its
+/// view. Unlike [`memfd_mappings`], blind to other tests' tiers of the same
+/// name, which run at the same time.
+pub fn tier_mappings(mem: &TieredMemory, tier: usize) -> usize {
+    let inode = file_id(mem.tiers()[tier].fd()).1.to_string();
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter(|l| l.split_ascii_whitespace().nth(4) == Some(inode.as_str()))
         .count()
 }
 

@@ -15,7 +15,8 @@ use vm_memory::{Bytes, GuestAddress};
 use crate::common::MIB;
 use crate::common::at;
 use crate::common::policy_at;
-use crate::shared_numa::{file_id, shared};
+use crate::common::tier_mappings;
+use crate::shared_numa::shared;
 
 const PAGE: u64 = 4096;
 
@@ -405,17 +406,6 @@ fn writes_during_migration_are_never_lost() {
     mem.verify_numa().unwrap();
 }
 
-/// Mappings of `mem`'s memfd in this process (`/proc/self/maps` lines with
-/// its inode): the guest range pieces and the view.
-fn memfd_mappings(mem: &TieredMemory) -> usize {
-    let inode = file_id(mem.tiers()[0].fd()).1.to_string();
-    std::fs::read_to_string("/proc/self/maps")
-        .unwrap()
-        .lines()
-        .filter(|l| l.split_ascii_whitespace().nth(4) == Some(inode.as_str()))
-        .count()
-}
-
 /// Per-frame policies split no mapping and windows do not outlive a batch:
 /// after many batches the memfd is mapped exactly as before.
 #[test]
@@ -435,14 +425,14 @@ fn policies_leave_no_mappings_behind() {
         )
     };
     assert_eq!(rc, 0);
-    let before = memfd_mappings(mem);
+    let before = tier_mappings(mem, 0);
     for round in 0..20 {
         let batch: Vec<Move> = (0..8).map(|f| mv(f, (f + round) % 2)).collect();
         let (out, _) = k.migrate_pages(&paired(&k, &batch));
         let report = &out.report;
         assert_eq!(report.aborted, 0, "{out:?}");
     }
-    assert_eq!(memfd_mappings(mem), before);
+    assert_eq!(tier_mappings(mem, 0), before);
     for frame in 0..8 {
         check(mem, frame, 2);
     }

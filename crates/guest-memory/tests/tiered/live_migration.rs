@@ -20,7 +20,7 @@ use guest_memory::{
 use guest_memory::{FrameId, TierId};
 use page_copy::{EngineSpec, engine_from_spec};
 
-use crate::common::{config, memfd, memfd_mappings, read_host_u64, write_host_u64};
+use crate::common::{config, memfd, read_host_u64, tier_mappings, write_host_u64};
 
 const FRAME: u64 = 64 << 10;
 const FRAMES: u64 = 64;
@@ -505,7 +505,7 @@ fn consecutive_frames_get_consecutive_slots_and_one_mapping() {
         GuardOptions::default(),
         Placement::FastFirst,
     );
-    let before = memfd_mappings("slow");
+    let before = tier_mappings(&rig.mem, 1);
     let batch: Vec<Move> = [5, 3, 4, 2]
         .into_iter()
         .map(|frame| Move {
@@ -526,7 +526,11 @@ fn consecutive_frames_get_consecutive_slots_and_one_mapping() {
         slots.windows(2).all(|w| w[1] == w[0] + 1),
         "slots {slots:?}"
     );
-    assert_eq!(memfd_mappings("slow"), before + 1, "one mmap for the run");
+    assert_eq!(
+        tier_mappings(&rig.mem, 1),
+        before + 1,
+        "one mmap for the run"
+    );
     rig.mem.verify_backing().unwrap();
 }
 

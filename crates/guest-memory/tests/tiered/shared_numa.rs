@@ -2,8 +2,6 @@
 //! guest RAM, frames in their own slots, NUMA policy set per frame range
 //! before first touch, and the configuration rules.
 
-use std::os::fd::{AsRawFd, BorrowedFd};
-
 use guest_memory::migrate::{KernelError, KernelMigrator};
 use guest_memory::{
     BackendError, Backing, Error, LedgerError, Location, MemoryConfig, Placement, TierSpec,
@@ -13,7 +11,7 @@ use guest_memory::{FrameId, TierId};
 use vm_memory::{Bytes, GuestAddress};
 
 use crate::common::at;
-use crate::common::{GIB, MIB, config_error, memfd, policy_at, read_host_u64};
+use crate::common::{GIB, MIB, config_error, file_id, memfd, policy_at, read_host_u64};
 
 /// A memfd tier on `node`.
 pub fn on_node(name: &str, size: &str, node: u32) -> TierSpec {
@@ -35,16 +33,6 @@ pub fn shared(size: u64, fast: &str, slow: &str, placement: Placement) -> Tiered
         ..MemoryConfig::default()
     })
     .unwrap()
-}
-
-/// Device and inode of an open file.
-pub fn file_id(fd: BorrowedFd<'_>) -> (u64, u64) {
-    // SAFETY: a plain C struct of integers, for fstat to fill.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: a live fd and a live buffer of the right type.
-    let rc = unsafe { libc::fstat(fd.as_raw_fd(), &mut st) };
-    assert_eq!(rc, 0);
-    (st.st_dev, st.st_ino)
 }
 
 fn shared_config(tiers: Vec<TierSpec>) -> MemoryConfig {
