@@ -32,9 +32,16 @@ const BOOT_MARK: &str = "@@nested boot ";
 /// 10–30 s; QEMU's emulated host has also hung in its kernel's early boot,
 /// before any tiervisor code ran, and then never printed again.
 const BOOT_DEADLINE: Duration = Duration::from_secs(150);
-/// Boots per scenario: a host that never reached its `/init` is booted
-/// once more (the scenario had not begun; nothing of it is retried).
+/// Boots per scenario: a host that never reached its `/init`, or that
+/// froze (below), is booted once more.
 const BOOT_ATTEMPTS: u32 = 2;
+/// Console silence after which a booted host counts as frozen. QEMU's TCG
+/// has frozen the host's kernel whole, now and then, while it ran a Linux
+/// guest: not even the kernel's lockup detector printed again, which no
+/// process in the host can cause (`docs/testing.md`). A running scenario
+/// is silent for at most the 20-40 s its guest works (100 s on a loaded
+/// machine).
+const SILENCE_LIMIT: Duration = Duration::from_secs(240);
 
 /// Why a scenario produced no console log to judge.
 #[derive(Debug, Error)]
@@ -56,10 +63,11 @@ pub enum HostError {
         #[source]
         source: io::Error,
     },
-    /// The host never reached its `/init`, in every boot.
+    /// The host never reached its `/init`, or froze, in every boot.
     #[error(
-        "scenario {scenario}: the host did not reach its init within {secs} s in \
-         {BOOT_ATTEMPTS} boots (an emulator hang before the scenario); console tail:\n{tail}"
+        "scenario {scenario}: in {BOOT_ATTEMPTS} boots the host did not reach its init within \
+         {secs} s or froze (printed nothing for {} s): an emulator hang; console tail:\n{tail}",
+        SILENCE_LIMIT.as_secs()
     )]
     NeverBooted {
         /// The scenario.
@@ -233,6 +241,15 @@ impl TieredHost {
                     );
                     tail = console.tail(20);
                 }
+                Boot::Froze(console) => {
+                    eprintln!(
+                        "{}: boot {attempt}/{BOOT_ATTEMPTS}: the host froze (its console printed \
+                         nothing for {} s); the scenario runs again on a fresh host",
+                        scenario.label(),
+                        SILENCE_LIMIT.as_secs()
+                    );
+                    tail = console.tail(20);
+                }
             }
         }
         Err(HostError::NeverBooted {
@@ -339,9 +356,19 @@ impl TieredHost {
         let mut child = cmd.spawn().map_err(HostError::Spawn)?;
         let started = Instant::now();
         let mut boot_checked = false;
+        let (mut printed, mut last_print) = (0, Instant::now());
         let status = loop {
             if let Some(status) = child.try_wait().map_err(io("wait for qemu".to_owned()))? {
                 break Some(status);
+            }
+            let len = fs::metadata(&log).map_or(0, |m| m.len());
+            if len != printed {
+                (printed, last_print) = (len, Instant::now());
+            } else if boot_checked && last_print.elapsed() > SILENCE_LIMIT {
+                let _ = child.kill();
+                let _ = child.wait();
+                let text = fs::read_to_string(&log).unwrap_or_default();
+                return Ok(Boot::Froze(Console::parse(&text)));
             }
             if !boot_checked && started.elapsed() > BOOT_DEADLINE {
                 boot_checked = true;
@@ -393,4 +420,7 @@ enum Boot {
     /// The host did not reach its `/init` by [`BOOT_DEADLINE`]; QEMU was
     /// stopped.
     Hung(Console),
+    /// The host reached its `/init`, then its console stayed silent for
+    /// [`SILENCE_LIMIT`]; QEMU was stopped.
+    Froze(Console),
 }
