@@ -46,34 +46,44 @@ def block(path: pathlib.Path, marker: str, lang: str) -> str:
     return match.group(1)
 
 
-def zipf_example(env: dict, scratch: pathlib.Path) -> list:
-    """Runs the README's zipf example as written in `scratch`; what is
-    wrong with what it did."""
-    script = block(ROOT / "README.md", "zipf", "sh")
-    print("[walkthrough] running README's zipf example", file=sys.stderr)
+def run_readme_block(marker: str, what: str, cwd, env, timeout: int, patterns: list):
+    """Runs the README block after `marker` as written in `cwd`; its
+    output (None when it timed out) and what is wrong with it: a non-zero
+    exit or a missing pattern."""
+    script = block(ROOT / "README.md", marker, "sh")
+    print(f"[walkthrough] running README's {what}", file=sys.stderr)
     try:
         run = subprocess.run(
             ["bash", "-e", "-c", script],
-            cwd=scratch,
+            cwd=cwd,
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            timeout=TIMEOUT_S,
+            timeout=timeout,
         )
     except subprocess.TimeoutExpired:
-        return [f"the zipf example did not finish in {TIMEOUT_S} s"]
-    print(run.stdout)
+        return None, [f"the {what} did not finish in {timeout} s"]
+    print(run.stdout[-3000:])
     failures = []
     if run.returncode != 0:
-        failures.append(f"the zipf example failed (exit {run.returncode})")
-    for pattern in [
+        failures.append(f"the {what} failed (exit {run.returncode})")
+    for pattern in patterns:
+        if not re.search(pattern, run.stdout):
+            failures.append(f"the {what}: expected /{pattern}/")
+    return run.stdout, failures
+
+
+def zipf_example(env: dict, scratch: pathlib.Path) -> list:
+    """Runs the README's zipf example as written in `scratch`; what is
+    wrong with what it did."""
+    out, failures = run_readme_block("zipf", "zipf example", scratch, env, TIMEOUT_S, [
         r"result: guest exited successfully",
         r"warning: the tiers read alike",
         r"engine cost: .* reads at ~\d+ ns",
-    ]:
-        if not re.search(pattern, run.stdout):
-            failures.append(f"the zipf example: expected /{pattern}/")
+    ])
+    if out is None:
+        return failures
     try:
         report = json.loads((scratch / "report.json").read_text())
         if report["end"]["kind"] != "success":
@@ -85,28 +95,11 @@ def zipf_example(env: dict, scratch: pathlib.Path) -> list:
 
 def demo() -> list:
     """Runs the README's demo as written in the checkout (it builds the
-    release binary); what is wrong with what it did."""
-    script = block(ROOT / "README.md", "demo", "sh")
-    print("[walkthrough] running README's demo (a release build first)", file=sys.stderr)
-    try:
-        run = subprocess.run(
-            ["bash", "-e", "-c", script],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            timeout=DEMO_TIMEOUT_S,
-        )
-    except subprocess.TimeoutExpired:
-        return [f"the demo did not finish in {DEMO_TIMEOUT_S} s"]
-    print(run.stdout[-3000:])
-    failures = []
-    if run.returncode != 0:
-        failures.append(f"the demo failed (exit {run.returncode})")
-    for pattern in [r"result: guest exited successfully", r"placement check: ok"]:
-        if not re.search(pattern, run.stdout):
-            failures.append(f"the demo: expected /{pattern}/")
-    return failures
+    release binary first); what is wrong with what it did."""
+    return run_readme_block("demo", "demo", ROOT, None, DEMO_TIMEOUT_S, [
+        r"result: guest exited successfully",
+        r"placement check: ok",
+    ])[1]
 
 
 def main() -> int:
