@@ -331,6 +331,7 @@ impl EngineLoop {
             tier: tiers,
             pinned: &self.pinned,
             cooling: &cooling,
+            recurring: self.heat.recurring(),
             quota_max,
             quota_min: quota_min.min(quota_max),
             headroom,

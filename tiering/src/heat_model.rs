@@ -1,11 +1,11 @@
-//! The heat model: per frame, decayed access evidence and an estimate of
-//! the frame's distinct hot 4 KiB pages, updated from one tracker sample per
-//! interval.
+//! The heat model: per frame, decayed access evidence, an estimate of the
+//! frame's distinct hot 4 KiB pages and whether its accesses recur, updated
+//! from one tracker sample per interval.
 //!
-//! State is two `f64` arrays (struct of arrays); an update is one pass over
+//! State is a few arrays (struct of arrays); an update is one pass over
 //! them and the sample, with no allocation: 512 Ki frames (1 TiB of 2 MiB
-//! frames) update in about 1 ms (full coverage) to 2 ms (sampled) on one
-//! core (`cargo bench -p tiering`).
+//! frames) update in about 3 ms on one core of the development machine
+//! (`cargo bench -p tiering`).
 
 use std::time::Duration;
 
@@ -95,6 +95,15 @@ pub enum HeatError {
 /// decay)`, its variance by the square: one observation, not several), so
 /// a frame seen rarely follows a change as fast as one seen every
 /// interval.
+///
+/// A frame also records whether it **recurs**: whether its last two
+/// sightings (observations that caught any page touched) came within one
+/// half-life of each other ([`recurring`](HeatModel::recurring)). Heat
+/// alone cannot tell a frame written once (a guest zeroing or
+/// initialising its memory) from one that has just begun a steady rate;
+/// the planner promotes only recurring frames (as the kernel's NUMA
+/// balancing migrates a page only on its second hint fault from a node),
+/// so a one-off burst costs no copy.
 #[derive(Clone, Debug)]
 pub struct HeatModel {
     config: HeatSettings,
@@ -105,6 +114,10 @@ pub struct HeatModel {
     /// Seconds since each frame was last observed (0 when it was observed
     /// in the last update).
     unseen: Vec<f32>,
+    /// Seconds since each frame was last seen touched (infinite before).
+    since_hit: Vec<f32>,
+    /// Whether each frame's last two sightings came within a half-life.
+    recurring: Vec<bool>,
     /// `pages_per_frame / n` for `n` observed pages (index 0 unused), so
     /// sampled updates multiply instead of divide.
     scale_of_observed: Vec<f64>,
@@ -138,6 +151,8 @@ impl HeatModel {
             variance: vec![0.0; frames],
             hot_pages: vec![0.0; frames],
             unseen: vec![0.0; frames],
+            since_hit: vec![f32::INFINITY; frames],
+            recurring: vec![false; frames],
             scale_of_observed,
             updates: 0,
         })
@@ -159,58 +174,67 @@ impl HeatModel {
             });
         }
         let step = Step::new(&self.config, sample, self.pages_per_frame);
+        // One loop per coverage kind, each with its own `look` (per frame:
+        // `Some((observed, scale))` when the tracker looked), so the
+        // per-frame loop carries no match.
+        match &sample.coverage {
+            Coverage::Full => self.fold(&step, sample, |_| Some((step.pages, 1.0))),
+            Coverage::Fraction(fraction) => {
+                let observed = fraction * step.pages;
+                let scale = step.pages / observed;
+                // A share so small that scaling overflows is no observation.
+                let look = (observed > 0.0 && scale.is_finite()).then_some((observed, scale));
+                self.fold(&step, sample, |_| look);
+            }
+            Coverage::PerFrame(observed) => {
+                let scales = std::mem::take(&mut self.scale_of_observed);
+                self.fold(&step, sample, |frame| {
+                    let n = observed[frame];
+                    (n > 0).then(|| (f64::from(n), scales[usize::from(n)]))
+                });
+                self.scale_of_observed = scales;
+            }
+        }
+        self.updates += 1;
+        Ok(())
+    }
+
+    /// Folds `sample`'s counts into every frame that `look` says was
+    /// observed; the others only age.
+    #[inline(always)]
+    fn fold(
+        &mut self,
+        step: &Step,
+        sample: &AccessSample,
+        look: impl Fn(usize) -> Option<(f64, f64)>,
+    ) {
+        let interval = sample.interval.as_secs_f32();
+        let window = self.config.half_life_secs() as f32;
         let frames = self
             .heat
             .iter_mut()
             .zip(self.variance.iter_mut())
             .zip(self.hot_pages.iter_mut())
             .zip(self.unseen.iter_mut())
+            .zip(self.since_hit.iter_mut().zip(self.recurring.iter_mut()))
             .zip(sample.accessed.iter().zip(&sample.dirty));
-        let interval = sample.interval.as_secs_f32();
-        match &sample.coverage {
-            Coverage::Full => {
-                for ((((heat, var), hot), unseen), (&accessed, &dirty)) in frames {
-                    let pace = step.pace(std::mem::take(unseen));
-                    step.apply([heat, var, hot], pace, accessed, dirty, step.pages, 1.0);
-                }
-            }
-            Coverage::Fraction(fraction) => {
-                let observed = fraction * step.pages;
-                let scale = step.pages / observed;
-                // A share so small that scaling overflows is no observation.
-                let seen = observed > 0.0 && scale.is_finite();
-                for ((((heat, var), hot), unseen), (&accessed, &dirty)) in frames {
-                    if seen {
-                        let pace = step.pace(std::mem::take(unseen));
-                        step.apply([heat, var, hot], pace, accessed, dirty, observed, scale);
-                    } else {
-                        *unseen += interval;
-                    }
-                }
-            }
-            Coverage::PerFrame(observed) => {
-                for (((((heat, var), hot), unseen), (&accessed, &dirty)), &observed) in
-                    frames.zip(observed)
-                {
-                    if observed > 0 {
-                        let scale = self.scale_of_observed[usize::from(observed)];
-                        let pace = step.pace(std::mem::take(unseen));
-                        step.apply(
-                            [heat, var, hot],
-                            pace,
-                            accessed,
-                            dirty,
-                            f64::from(observed),
-                            scale,
-                        );
-                    } else {
-                        *unseen += interval;
-                    }
-                }
+        for (
+            frame,
+            (((((heat, var), hot), unseen), (since_hit, recurring)), (&accessed, &dirty)),
+        ) in frames.enumerate()
+        {
+            *since_hit += interval;
+            let Some((observed, scale)) = look(frame) else {
+                *unseen += interval;
+                continue;
+            };
+            let pace = step.pace(std::mem::take(unseen));
+            step.apply([heat, var, hot], pace, accessed, dirty, observed, scale);
+            if accessed.max(dirty) > 0 {
+                *recurring = *since_hit <= window;
+                *since_hit = 0.0;
             }
         }
-        self.updates += 1;
-        Ok(())
     }
 
     /// Number of frames.
@@ -270,6 +294,12 @@ impl HeatModel {
     /// Heat of every frame, by frame index.
     pub fn heats(&self) -> &[f64] {
         &self.heat
+    }
+
+    /// Whether each frame recurs: its last two sightings came within one
+    /// half-life (as set when the second was made), by frame index.
+    pub fn recurring(&self) -> &[bool] {
+        &self.recurring
     }
 
     /// Hot-page estimate of every frame, by frame index.

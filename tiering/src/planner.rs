@@ -6,11 +6,14 @@
 //! 1. **Quota**: frames above the quota's maximum are demoted, coldest
 //!    first (pinned frames never; frames still cooling down only when no
 //!    other frame is left), up to the forced budget.
-//! 2. **Promote** the hottest slow frames at or above the threshold,
-//!    hottest first, up to the promotion budget: freely up to the quota
-//!    less the headroom; beyond that only a candidate whose lead over the
-//!    coldest fast frame is significant ([`significant_lead`]), into the
-//!    headroom or — quota full, exchange on — in exchange for that frame.
+//! 2. **Promote** the hottest recurring slow frames at or above the
+//!    threshold (seen touched twice within a half-life: one burst is no
+//!    reason to copy), hottest first, up to the promotion budget: freely
+//!    up to the quota less the headroom; beyond that only a candidate
+//!    whose lead over the coldest fast frame is significant
+//!    ([`significant_lead`], counting the frames that could take part:
+//!    [`rivals`]), into the headroom or — quota full, exchange on — in
+//!    exchange for that frame.
 //! 3. **Headroom**: if less than the headroom is free, demote the coldest
 //!    fast frames that are below the threshold.
 //! 4. **Minimum**: below the quota's minimum, promote the hottest slow
@@ -38,6 +41,9 @@ pub struct PlanInput<'a> {
     pub pinned: &'a [bool],
     /// Frames moved too recently to move again (quota enforcement aside).
     pub cooling: &'a [bool],
+    /// Frames whose last two sightings came within a half-life
+    /// (`HeatModel::recurring`); only these are promotion candidates.
+    pub recurring: &'a [bool],
     /// Most frames on the fast tier.
     pub quota_max: usize,
     /// Fewest frames on the fast tier.
@@ -80,12 +86,14 @@ pub struct Plan {
 /// most `promote_budget`), and how many passed before the cut. A candidate
 /// must also have been seen accessed beyond chance: heat above
 /// `significance` standard deviations, so a frame with a stray hit or two
-/// is not copied into free quota.
+/// is not copied into free quota, and must recur, so a frame written once
+/// (a guest initialising its memory) is not either.
 fn candidates(input: &PlanInput<'_>) -> (f64, Vec<usize>, usize) {
     let movable_slow = |f: usize| {
         input.tier[f] != 0
             && !input.pinned[f]
             && !input.cooling[f]
+            && input.recurring[f]
             && input.heat[f] > input.significance * input.variance[f].sqrt()
     };
     let base = match input.threshold {
@@ -129,7 +137,8 @@ fn candidates(input: &PlanInput<'_>) -> (f64, Vec<usize>, usize) {
 }
 
 /// Standard deviations of lead that chance alone gives the hottest of
-/// `slow` and the coldest of `fast` equally hot frames: the largest of n
+/// `slow` and the coldest of `fast` equally hot frames (the planner counts
+/// the frames that could take part: [`rivals`]): the largest of n
 /// normal deviates is about √(2 ln n), and the lead of the extreme pair,
 /// in deviations of the difference, is at most √(2 ln slow + 2 ln fast)
 /// (Cauchy–Schwarz), the same bound as for the largest of the `slow ×
@@ -151,6 +160,37 @@ pub fn significant_lead(input: &PlanInput<'_>, candidate: usize, victim: usize, 
     lead > 0.0 && lead > z * sd
 }
 
+/// The frames that could take part in a displacement, `(slow, fast)`:
+/// movable recurring slow frames hotter than the coldest movable fast
+/// frame, and movable fast frames colder than the hottest of those slow
+/// ones (frames still cooling move in neither direction). Chance's lead
+/// grows with the pairs that could be confused; a slow frame far colder
+/// than every fast one is not such a pair. In a flat hot set nearly every
+/// frame counts; where hot and cold are far apart only the frames at the
+/// boundary do.
+fn rivals(input: &PlanInput<'_>, fast: &[usize]) -> (usize, usize) {
+    let free = |f: &&usize| !input.cooling[**f];
+    let coldest_fast = fast
+        .iter()
+        .filter(free)
+        .map(|&f| input.heat[f])
+        .fold(f64::INFINITY, f64::min);
+    let slow: Vec<f64> = (0..input.heat.len())
+        .filter(|&f| {
+            input.tier[f] != 0 && !input.pinned[f] && !input.cooling[f] && input.recurring[f]
+        })
+        .map(|f| input.heat[f])
+        .collect();
+    let hottest_slow = slow.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (
+        slow.iter().filter(|&&h| h > coldest_fast).count(),
+        fast.iter()
+            .filter(free)
+            .filter(|&&f| input.heat[f] < hottest_slow)
+            .count(),
+    )
+}
+
 fn pinned_fast(input: &PlanInput<'_>) -> usize {
     (0..input.tier.len())
         .filter(|&f| input.tier[f] == 0 && input.pinned[f])
@@ -170,7 +210,7 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
             .partial_cmp(&(input.cooling[b], input.heat[b]))
             .unwrap_or(std::cmp::Ordering::Equal)
     });
-    let movable_fast = fast.len();
+    let rivals = rivals(input, &fast);
     let mut victims = fast.into_iter().peekable();
     let mut used = (0..frames).filter(|&f| input.tier[f] == 0).count();
 
@@ -188,10 +228,7 @@ pub fn plan(input: &PlanInput<'_>) -> Plan {
     plan.candidates = passed;
     let mut demote_left = input.demote_budget;
     let fill_to = input.quota_max.saturating_sub(input.headroom);
-    let movable_slow = (0..frames)
-        .filter(|&f| input.tier[f] != 0 && !input.pinned[f])
-        .count();
-    let z = input.significance + chance_lead(movable_slow, movable_fast);
+    let z = input.significance + chance_lead(rivals.0, rivals.1);
     for c in hot {
         if used < fill_to {
             plan.promote.push(FrameId(c));
@@ -269,6 +306,7 @@ mod tests {
         tier: Vec<usize>,
         pinned: Vec<bool>,
         cooling: Vec<bool>,
+        recurring: Vec<bool>,
     }
 
     impl Case {
@@ -279,6 +317,7 @@ mod tests {
                 tier: tier.to_vec(),
                 pinned: vec![false; heat.len()],
                 cooling: vec![false; heat.len()],
+                recurring: vec![true; heat.len()],
             }
         }
 
@@ -289,6 +328,7 @@ mod tests {
                 tier: &self.tier,
                 pinned: &self.pinned,
                 cooling: &self.cooling,
+                recurring: &self.recurring,
                 quota_max,
                 quota_min: 0,
                 headroom: 0,
@@ -308,6 +348,15 @@ mod tests {
         let p = plan(&c.input(2));
         assert_eq!(p.promote, frames(&[2, 1]));
         assert!(p.demote.is_empty());
+    }
+
+    #[test]
+    fn a_frame_touched_once_is_not_promoted_into_free_quota() {
+        let mut c = Case::new(&[0.0, 50.0, 100.0, 20.0], &[1, 1, 1, 1]);
+        c.recurring[2] = false;
+        let p = plan(&c.input(4));
+        assert_eq!(p.promote, frames(&[1, 3]));
+        assert_eq!(p.candidates, 2);
     }
 
     #[test]
@@ -332,6 +381,34 @@ mod tests {
                 ..Plan::default()
             }
         );
+    }
+
+    #[test]
+    fn a_cold_tail_does_not_raise_the_bar_at_the_boundary() {
+        // Fast: three hot frames and one at the boundary (500); slow: one
+        // just past the boundary (600) and 400 cold frames. Only the two
+        // boundary frames could be confused: z = 2 + √(2 ln 1 + 2 ln 1) =
+        // 2, and 600 leads 500 by 4 deviations. Counting every movable
+        // frame (z = 2 + √(2 ln 401 + 2 ln 4) = 5.84) held it out.
+        let mut heat = vec![1000.0, 1000.0, 1000.0, 500.0, 600.0];
+        heat.extend(std::iter::repeat_n(1.0, 400));
+        let mut tier = vec![0, 0, 0, 0, 1];
+        tier.extend(std::iter::repeat_n(1, 400));
+        let mut c = Case::new(&heat, &tier);
+        c.variance = vec![312.5; heat.len()];
+        let mut input = c.input(4);
+        input.threshold = Threshold::Manual { heat: 2.0 };
+        assert_eq!(plan(&input).exchanges, vec![(FrameId(4), FrameId(3))]);
+        // Warm slow frames (550) are rivals and raise the bar past the
+        // lead; the same frames seen only once are not.
+        c.heat[5..].fill(550.0);
+        let mut input = c.input(4);
+        input.threshold = Threshold::Manual { heat: 2.0 };
+        assert!(plan(&input).exchanges.is_empty());
+        c.recurring[5..].fill(false);
+        let mut input = c.input(4);
+        input.threshold = Threshold::Manual { heat: 2.0 };
+        assert_eq!(plan(&input).exchanges, vec![(FrameId(4), FrameId(3))]);
     }
 
     #[test]

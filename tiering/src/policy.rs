@@ -205,8 +205,8 @@ pub struct TieringPolicy {
     pub headroom_bytes: u64,
     /// A slow frame displaces a fast one only if its heat leads the fast
     /// one's by this many standard deviations of the two estimates, on top
-    /// of the lead that chance alone gives the extremes of this many frames
-    /// (`docs/policy.md`), in `[0, MAX_SIGNIFICANCE]`.
+    /// of the lead that chance alone gives the extremes of the frames that
+    /// could take part (`docs/policy.md`), in `[0, MAX_SIGNIFICANCE]`.
     #[serde(default = "default_significance")]
     pub significance: f64,
     /// A frame moved is not moved again for this long (quota enforcement

@@ -338,3 +338,45 @@ fn a_frame_seen_rarely_follows_a_change_as_fast_as_one_seen_always() {
         "a second of silence halves it"
     );
 }
+
+#[test]
+fn a_frame_recurs_only_when_seen_touched_twice_within_a_half_life() {
+    // Half-life 1 s, 200 ms intervals. Frame 0: touched in two consecutive
+    // intervals. Frame 1: touched once (a burst). Frame 2: touched twice,
+    // 1.4 s apart. Frame 3: never.
+    let mut m = model(4, 1.0, 2.0, 1.0);
+    let i = secs(0.2);
+    m.update(&sample(4, i, &[(0, 10, 10), (1, 512, 512), (2, 5, 0)]))
+        .unwrap();
+    assert_eq!(m.recurring(), &[false, false, false, false]);
+    m.update(&sample(4, i, &[(0, 10, 10)])).unwrap();
+    assert_eq!(m.recurring(), &[true, false, false, false]);
+    for _ in 0..6 {
+        m.update(&sample(4, i, &[])).unwrap();
+    }
+    m.update(&sample(4, i, &[(2, 5, 0)])).unwrap();
+    assert_eq!(m.recurring(), &[true, false, false, false]);
+    // The burst frame stays the hottest-but-one of the four all along.
+    assert!(m.heat(1).unwrap() > m.heat(2).unwrap());
+}
+
+#[test]
+fn an_unobserved_interval_counts_toward_the_gap_between_sightings() {
+    // A sampled tracker that skips frame 0 for a second: the two sightings
+    // are 1.2 s apart, more than the half-life.
+    let mut m = model(1, 1.0, 1.0, 1.0);
+    let i = secs(0.2);
+    let mut seen = AccessSample::new(1, PAGES, i).unwrap();
+    seen.coverage = Coverage::PerFrame(vec![8]);
+    seen.accessed[0] = 8;
+    let mut unseen = AccessSample::new(1, PAGES, i).unwrap();
+    unseen.coverage = Coverage::PerFrame(vec![0]);
+    m.update(&seen).unwrap();
+    for _ in 0..5 {
+        m.update(&unseen).unwrap();
+    }
+    m.update(&seen).unwrap();
+    assert_eq!(m.recurring(), &[false]);
+    m.update(&seen).unwrap();
+    assert_eq!(m.recurring(), &[true]);
+}
