@@ -114,7 +114,7 @@ pub struct Targets {
     pub steady: Verdict,
     /// ≥ 90 % of the oracle's within 3 s of a phase shift.
     pub after_shift: Verdict,
-    /// Bytes migrated ≤ 1.5 × the minimum.
+    /// Bytes migrated ≤ [`TARGET_BYTES_RATIO`] × the minimum.
     pub bytes: Verdict,
 }
 
