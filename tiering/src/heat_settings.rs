@@ -48,12 +48,14 @@ pub struct HeatSettings {
 impl Default for HeatSettings {
     /// Reads 1, writes 2 (writes are the expensive access on slow tiers:
     /// PMEM and CXL write bandwidth is a fraction of their read bandwidth),
-    /// half-life 1 s: what the engine runs unless a policy says otherwise.
+    /// half-life 500 ms (1 s converged a shifted normal distribution's
+    /// boundary in up to 3.4 s; docs/benchmarks.md, "Tiering policy"):
+    /// what the engine runs unless a policy says otherwise.
     fn default() -> Self {
         HeatSettings {
             read_weight: 1.0,
             write_weight: 2.0,
-            half_life_ms: 1000,
+            half_life_ms: 500,
         }
     }
 }
