@@ -89,7 +89,7 @@ mod tests {
              min residency  2.0 s\n\
              exchange       on\n\
              pinned         none\n\
-             heat           read weight 1, write weight 2, half-life 1.0 s\n\
+             heat           read weight 1, write weight 2, half-life 500 ms\n\
              sampling       8192 pages/s, a window every 200000 us, 500..200000 us long\n"
         );
         policy.fast_quota.min_bytes = 2 << 20;
