@@ -96,9 +96,12 @@ pub enum HeatError {
 /// a frame seen rarely follows a change as fast as one seen every
 /// interval.
 ///
-/// A frame also records whether it **recurs**: whether its last two
-/// sightings (observations that caught any page touched) came within one
-/// half-life of each other ([`recurring`](HeatModel::recurring)). Heat
+/// A frame also records whether it **recurs**: whether, at its last
+/// sighting (an observation that caught any page touched), the look before
+/// also caught one, or the sighting before came within one half-life
+/// ([`recurring`](HeatModel::recurring)). Two looks in a row count however
+/// far apart they were, so a frame a sparse sampler looks at every few
+/// seconds (a large guest's wide regions) can recur too. Heat
 /// alone cannot tell a frame written once (a guest zeroing or
 /// initialising its memory) from one that has just begun a steady rate;
 /// the planner promotes only recurring frames (as the kernel's NUMA
@@ -116,8 +119,10 @@ pub struct HeatModel {
     unseen: Vec<f32>,
     /// Seconds since each frame was last seen touched (infinite before).
     since_hit: Vec<f32>,
-    /// Whether each frame's last two sightings came within a half-life.
+    /// Whether each frame recurs (above).
     recurring: Vec<bool>,
+    /// Whether each frame's last observation caught a touch.
+    last_look_hit: Vec<bool>,
     /// `pages_per_frame / n` for `n` observed pages (index 0 unused), so
     /// sampled updates multiply instead of divide.
     scale_of_observed: Vec<f64>,
@@ -153,6 +158,7 @@ impl HeatModel {
             unseen: vec![0.0; frames],
             since_hit: vec![f32::INFINITY; frames],
             recurring: vec![false; frames],
+            last_look_hit: vec![false; frames],
             scale_of_observed,
             updates: 0,
         })
@@ -216,11 +222,18 @@ impl HeatModel {
             .zip(self.variance.iter_mut())
             .zip(self.hot_pages.iter_mut())
             .zip(self.unseen.iter_mut())
-            .zip(self.since_hit.iter_mut().zip(self.recurring.iter_mut()))
+            .zip(
+                self.since_hit
+                    .iter_mut()
+                    .zip(self.recurring.iter_mut().zip(self.last_look_hit.iter_mut())),
+            )
             .zip(sample.accessed.iter().zip(&sample.dirty));
         for (
             frame,
-            (((((heat, var), hot), unseen), (since_hit, recurring)), (&accessed, &dirty)),
+            (
+                ((((heat, var), hot), unseen), (since_hit, (recurring, last_hit))),
+                (&accessed, &dirty),
+            ),
         ) in frames.enumerate()
         {
             *since_hit += interval;
@@ -230,10 +243,12 @@ impl HeatModel {
             };
             let pace = step.pace(std::mem::take(unseen));
             step.apply([heat, var, hot], pace, accessed, dirty, observed, scale);
-            if accessed.max(dirty) > 0 {
-                *recurring = *since_hit <= window;
+            let hit = accessed.max(dirty) > 0;
+            if hit {
+                *recurring = *last_hit || *since_hit <= window;
                 *since_hit = 0.0;
             }
+            *last_hit = hit;
         }
     }
 
@@ -296,8 +311,9 @@ impl HeatModel {
         &self.heat
     }
 
-    /// Whether each frame recurs: its last two sightings came within one
-    /// half-life (as set when the second was made), by frame index.
+    /// Whether each frame recurs: at its last sighting, the look before
+    /// also caught a touch or the sighting before came within one
+    /// half-life (as set then), by frame index.
     pub fn recurring(&self) -> &[bool] {
         &self.recurring
     }

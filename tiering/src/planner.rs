@@ -7,8 +7,8 @@
 //!    first (pinned frames never; frames still cooling down only when no
 //!    other frame is left), up to the forced budget.
 //! 2. **Promote** the hottest recurring slow frames at or above the
-//!    threshold (seen touched twice within a half-life: one burst is no
-//!    reason to copy), hottest first, up to the promotion budget: freely
+//!    threshold (seen touched at two looks in a row or twice within a
+//!    half-life: one burst is no reason to copy), hottest first, up to the promotion budget: freely
 //!    up to the quota less the headroom; beyond that only a candidate
 //!    whose lead over the coldest fast frame is significant
 //!    ([`significant_lead`], counting the frames that could take part:
@@ -41,8 +41,9 @@ pub struct PlanInput<'a> {
     pub pinned: &'a [bool],
     /// Frames moved too recently to move again (quota enforcement aside).
     pub cooling: &'a [bool],
-    /// Frames whose last two sightings came within a half-life
-    /// (`HeatModel::recurring`); only these are promotion candidates.
+    /// Frames seen touched twice, at two looks in a row or within a
+    /// half-life (`HeatModel::recurring`); only these are promotion
+    /// candidates.
     pub recurring: &'a [bool],
     /// Most frames on the fast tier.
     pub quota_max: usize,

@@ -341,9 +341,10 @@ fn a_frame_seen_rarely_follows_a_change_as_fast_as_one_seen_always() {
 
 #[test]
 fn a_frame_recurs_only_when_seen_touched_twice_within_a_half_life() {
-    // Half-life 1 s, 200 ms intervals. Frame 0: touched in two consecutive
-    // intervals. Frame 1: touched once (a burst). Frame 2: touched twice,
-    // 1.4 s apart. Frame 3: never.
+    // Half-life 1 s, 200 ms intervals, every frame looked at every interval.
+    // Frame 0: touched in two consecutive intervals. Frame 1: touched once
+    // (a burst). Frame 2: touched twice, 1.4 s apart, with looks that
+    // caught nothing between. Frame 3: never.
     let mut m = model(4, 1.0, 2.0, 1.0);
     let i = secs(0.2);
     m.update(&sample(4, i, &[(0, 10, 10), (1, 512, 512), (2, 5, 0)]))
@@ -358,25 +359,42 @@ fn a_frame_recurs_only_when_seen_touched_twice_within_a_half_life() {
     assert_eq!(m.recurring(), &[true, false, false, false]);
     // The burst frame stays the hottest-but-one of the four all along.
     assert!(m.heat(1).unwrap() > m.heat(2).unwrap());
+    // Touched 400 ms after its last sighting, a look between catching
+    // nothing: within the half-life, it recurs.
+    m.update(&sample(4, i, &[])).unwrap();
+    m.update(&sample(4, i, &[(2, 5, 0)])).unwrap();
+    assert_eq!(m.recurring(), &[true, false, true, false]);
 }
 
 #[test]
-fn an_unobserved_interval_counts_toward_the_gap_between_sightings() {
-    // A sampled tracker that skips frame 0 for a second: the two sightings
-    // are 1.2 s apart, more than the half-life.
+fn two_looks_in_a_row_that_catch_a_touch_recur_however_far_apart() {
+    // A sparse sampler looks at frame 0 once a second or so (a large
+    // guest's wide regions): two looks in a row that both catch a touch
+    // make it recur, though 1.2 s apart; a look that catches nothing
+    // between two sightings that far apart does not.
     let mut m = model(1, 1.0, 1.0, 1.0);
     let i = secs(0.2);
-    let mut seen = AccessSample::new(1, PAGES, i).unwrap();
-    seen.coverage = Coverage::PerFrame(vec![8]);
-    seen.accessed[0] = 8;
+    let look = |touched: u16| {
+        let mut s = AccessSample::new(1, PAGES, i).unwrap();
+        s.coverage = Coverage::PerFrame(vec![8]);
+        s.accessed[0] = touched;
+        s
+    };
     let mut unseen = AccessSample::new(1, PAGES, i).unwrap();
     unseen.coverage = Coverage::PerFrame(vec![0]);
-    m.update(&seen).unwrap();
-    for _ in 0..5 {
-        m.update(&unseen).unwrap();
-    }
-    m.update(&seen).unwrap();
+    let gap = |m: &mut HeatModel| {
+        for _ in 0..5 {
+            m.update(&unseen).unwrap();
+        }
+    };
+    m.update(&look(8)).unwrap();
     assert_eq!(m.recurring(), &[false]);
-    m.update(&seen).unwrap();
+    gap(&mut m);
+    m.update(&look(0)).unwrap();
+    gap(&mut m);
+    m.update(&look(8)).unwrap();
+    assert_eq!(m.recurring(), &[false]);
+    gap(&mut m);
+    m.update(&look(8)).unwrap();
     assert_eq!(m.recurring(), &[true]);
 }
