@@ -12,7 +12,10 @@
 # absolute path on stdout.
 #
 # Usage: scripts/debian-backports.sh DEST PACKAGE...
-# Called by tests/nested/build.sh for the tiered host's QEMU.
+#   A PACKAGE written ^META stands for the package that metapackage META
+#   pins with "Depends: PACKAGE (= VERSION)" (^linux-image-cloud-amd64 is
+#   the suite's current cloud kernel), so callers need not name versions.
+# Called by tests/nested/build.sh for the tiered host's QEMU and kernel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,6 +52,12 @@ apt_opts=(
 wanted=()
 if apt-get "${apt_opts[@]}" update -qq >&2; then
     for pkg in "$@"; do
+        if [ "${pkg#^}" != "$pkg" ]; then
+            meta=${pkg#^}
+            pkg=$(apt-cache "${apt_opts[@]}" show --no-all-versions "$meta" 2>/dev/null |
+                sed -n 's/^Depends: \([^ ,]*\) *(= [^)]*).*/\1/p' | head -n1)
+            [ -n "$pkg" ] || die "bookworm-backports has no metapackage $meta pinning one package"
+        fi
         version=$(apt-cache "${apt_opts[@]}" policy "$pkg" 2>/dev/null |
             sed -n 's/^ *Candidate: //p' | head -n1)
         case $version in

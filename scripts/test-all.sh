@@ -7,9 +7,10 @@ cd "$(dirname "$0")/.."
 log() { printf '\n==> %s\n' "$*"; }
 
 # Debian packages the suites need: the build toolchain, acpica-tools, and
-# for the tiered host qemu-system-x86, busybox-static and cpio. The Linux
-# boot tests and the tiered host fetch a Debian kernel with
-# scripts/debian-kernel.sh.
+# for the tiered host qemu-system-x86, busybox-static, cpio and xz-utils.
+# The Linux boot tests fetch a Debian kernel with scripts/debian-kernel.sh;
+# the tiered host fetches its kernel and QEMU from bookworm-backports
+# (scripts/debian-backports.sh).
 need_pkgs=()
 command -v cc >/dev/null || need_pkgs+=(gcc)
 command -v git >/dev/null || need_pkgs+=(git)
@@ -26,12 +27,14 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
     apt-get update -qq
     apt-get install -y -qq "${need_pkgs[@]}"
 fi
-# The tiered host (tests/nested): QEMU, a static busybox and cpio, without
-# the GUI packages QEMU recommends.
+# The tiered host (tests/nested): QEMU, a static busybox, cpio and xz (the
+# 6.12 kernel's modules are .ko.xz), without the GUI packages QEMU
+# recommends.
 nested_pkgs=()
 command -v qemu-system-x86_64 >/dev/null || nested_pkgs+=(qemu-system-x86)
 { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; } || nested_pkgs+=(busybox-static)
 command -v cpio >/dev/null || nested_pkgs+=(cpio)
+command -v xz >/dev/null || nested_pkgs+=(xz-utils)
 if [ ${#nested_pkgs[@]} -gt 0 ]; then
     log "installing ${nested_pkgs[*]} (tiered-host tests)"
     export DEBIAN_FRONTEND=noninteractive

@@ -2,11 +2,16 @@
 # Builds the tiered host's artifacts under target/nested/ and prints that
 # directory's path on stdout:
 #
-#   bzImage        the Debian cloud kernel (scripts/debian-kernel.sh), for
-#                  the host and for its Linux guest
+#   bzImage        the Debian cloud kernel from bookworm-backports (6.12,
+#                  scripts/debian-backports.sh ^linux-image-cloud-amd64),
+#                  for the host and for its Linux guest; it has DAMON's
+#                  physical-address monitoring (the damon scenario). The
+#                  PVM-side boot tests keep bookworm's 6.1
+#                  (scripts/debian-kernel.sh)
 #   host.cpio.gz   the host's initramfs: busybox (busybox-static), the
 #                  kernel's KVM and NVDIMM/DAX modules, statically linked
-#                  tiervisor and tierbench built from this checkout, the
+#                  tiervisor, tierbench and the tracking tests
+#                  (vmm/tests/tracking) built from this checkout, the
 #                  scenarios (tests/nested/host, tests/nested/scenarios),
 #                  and the guest's kernel and initramfs
 #   guest.cpio.gz  the Linux guest's initramfs: the static guest-init
@@ -37,19 +42,21 @@ die() {
 	exit 1
 }
 
-for tool in cpio gzip objcopy; do
+for tool in cpio gzip objcopy xz; do
 	command -v "$tool" >/dev/null || die "$tool not found (scripts/test-all.sh installs it)"
 done
 busybox=/bin/busybox
 [ -x "$busybox" ] && ! ldd "$busybox" >/dev/null 2>&1 ||
 	die "$busybox is missing or not static: install busybox-static"
 
-vmlinuz=$(scripts/debian-kernel.sh) || die "cannot fetch the Debian cloud kernel"
-kpkg=$(dirname "$(dirname "$vmlinuz")")
+mkdir -p "$out"
+kpkg=$(scripts/debian-backports.sh "$out/kernel" ^linux-image-cloud-amd64) ||
+	die "cannot fetch the cloud kernel from bookworm-backports"
+vmlinuz=("$kpkg"/boot/vmlinuz-*)
+[ -f "${vmlinuz[0]}" ] || die "no vmlinuz in $kpkg"
 modules=("$kpkg"/lib/modules/*/kernel)
 [ -d "${modules[0]}" ] || die "no modules in $kpkg"
 
-mkdir -p "$out"
 scripts/debian-backports.sh "$out/qemu" qemu-system-x86 qemu-system-data qemu-system-common seabios >/dev/null ||
 	die "cannot fetch QEMU from bookworm-backports"
 "$out/qemu/usr/bin/qemu-system-x86_64" --version >/dev/null ||
@@ -60,6 +67,15 @@ RUSTFLAGS="-C target-feature=+crt-static" CARGO_TARGET_DIR=$out/cargo \
 	cargo build --release --locked --quiet --target "$target" \
 	-p vmm --bin tiervisor -p bench --bin tierbench -p tiered-host --bin guest-init
 bin=$out/cargo/$target/release
+# The tracking tests (vmm/tests/tracking), for the damon scenario: DAMON
+# can be owned only in the tiered host.
+log "static tracking tests"
+tracking=$(RUSTFLAGS="-C target-feature=+crt-static" CARGO_TARGET_DIR=$out/cargo \
+	cargo test --release --locked --quiet --no-run --target "$target" \
+	-p vmm --test tracking --message-format=json |
+	grep '"kind":\["test"\]' | grep '"name":"tracking"' |
+	sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n1)
+[ -x "$tracking" ] || die "no tracking test binary"
 
 # Packs directory $1 into the gzipped newc archive $2, replacing $2 only
 # when the bytes differ.
@@ -77,6 +93,20 @@ pack() {
 	fi
 }
 
+# Copies module $1 (a path under the kernel's module tree, without .ko)
+# into directory $2, uncompressed (6.12 ships them as .ko.xz; busybox
+# insmod takes plain ELF).
+module() {
+	local m=$1 dir=$2
+	if [ -f "${modules[0]}/$m.ko" ]; then
+		cp "${modules[0]}/$m.ko" "$dir/"
+	elif [ -f "${modules[0]}/$m.ko.xz" ]; then
+		xz -dc "${modules[0]}/$m.ko.xz" >"$dir/${m##*/}.ko"
+	else
+		die "module $m missing from $kpkg"
+	fi
+}
+
 stage=$(mktemp -d "$out/.stage.XXXXXX")
 trap 'rm -rf "$stage"' EXIT
 
@@ -87,11 +117,11 @@ mkdir -p "$stage/guest/dev" "$stage/guest/lib/modules"
 objcopy --strip-debug "$bin/guest-init" "$stage/guest/init"
 mknod -m 600 "$stage/guest/dev/console" c 5 1
 for m in drivers/acpi/button drivers/input/evdev; do
-	cp "${modules[0]}/$m.ko" "$stage/guest/lib/modules/" || die "module $m.ko missing from $kpkg"
+	module "$m" "$stage/guest/lib/modules"
 done
 pack "$stage/guest" "$out/guest.cpio.gz"
 
-cp "$vmlinuz" "$out/bzImage.new"
+cp "${vmlinuz[0]}" "$out/bzImage.new"
 cmp -s "$out/bzImage.new" "$out/bzImage" && rm "$out/bzImage.new" || mv "$out/bzImage.new" "$out/bzImage"
 
 # The host.
@@ -101,10 +131,11 @@ cp "$busybox" "$h/bin/busybox"
 for b in tiervisor tierbench; do
 	objcopy --strip-debug "$bin/$b" "$h/bin/$b"
 done
+objcopy --strip-debug "$tracking" "$h/bin/tracking-tests"
 for m in virt/lib/irqbypass arch/x86/kvm/kvm arch/x86/kvm/kvm-amd \
 	drivers/nvdimm/libnvdimm drivers/acpi/nfit/nfit drivers/nvdimm/nd_btt \
 	drivers/nvdimm/nd_pmem drivers/dax/device_dax drivers/dax/dax_pmem drivers/dax/kmem; do
-	cp "${modules[0]}/$m.ko" "$h/lib/modules/" || die "module $m.ko missing from $kpkg"
+	module "$m" "$h/lib/modules"
 done
 cp tests/nested/host/init "$h/init"
 cp tests/nested/host/lib.sh "$h/nested/"

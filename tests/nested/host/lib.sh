@@ -96,11 +96,19 @@ run_tiervisor() {
 	fi
 	/bin/tiervisor run --report-json /tmp/report.json "$@" >/tmp/tiervisor.out 2>&1 &
 	pid=$!
-	sleep "${SAMPLE_AFTER:-4}"
-	if [ -e "/proc/$pid/numa_maps" ]; then
-		grep -i memfd "/proc/$pid/numa_maps" >/tmp/numa_maps
-		dump numa-maps /tmp/numa_maps
-	fi
+	# numa_maps once guest RAM has pages on both nodes (a NUMA run's
+	# placement puts them there as the guest warms up), or the last sample
+	# before tiervisor ends: a fixed delay caught tiervisor still probing
+	# its tiers' speed on a slow host.
+	: >/tmp/numa_maps
+	while [ -e "/proc/$pid/numa_maps" ]; do
+		grep -i memfd "/proc/$pid/numa_maps" >/tmp/numa_maps.new 2>/dev/null &&
+			mv /tmp/numa_maps.new /tmp/numa_maps
+		grep 'tiervisor-ram' /tmp/numa_maps | grep -q 'N0=' &&
+			grep 'tiervisor-ram' /tmp/numa_maps | grep -q 'N1=' && break
+		sleep 1
+	done
+	dump numa-maps /tmp/numa_maps
 	wait "$pid"
 	rc=$?
 	dump tiervisor-output /tmp/tiervisor.out

@@ -4,7 +4,7 @@
 # under tiervisor, runs a data-verifying memory workload while the
 # tiering engine moves its frames, prints its result and powers off.
 . /nested/lib.sh
-SAMPLE_AFTER=1 run_tiervisor --kernel /guest/bzImage --initramfs /guest/initramfs.cpio.gz \
+run_tiervisor --kernel /guest/bzImage --initramfs /guest/initramfs.cpio.gz \
 	--cmdline "console=ttyS0 quiet guest.mib=96 guest.seconds=$(cmdline_value guest.seconds 20)" \
 	--vcpus "$(cmdline_value tiervisor.vcpus 2)" --memory 256M --migrator remap --console-log /tmp/guest.log --timeout 480
 dump guest-console /tmp/guest.log

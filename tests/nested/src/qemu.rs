@@ -28,6 +28,8 @@ const QEMU_DATA: [&str; 2] = ["qemu/usr/share/qemu", "qemu/usr/share/seabios"];
 const PMEM_BYTES: u64 = 512 << 20;
 /// What the host's `/init` prints first (`tests/nested/host/init`).
 const BOOT_MARK: &str = "@@nested boot ";
+/// The host's CPU model (see `boot`).
+const CPU: &str = "qemu64,+svm,+npt,+ssse3,+sse4.1,+sse4.2,+popcnt,-cx16";
 /// Wall time by which a host must have reached its `/init`: it takes
 /// 10–30 s; QEMU's emulated host has also hung in its kernel's early boot,
 /// before any tiervisor code ran, and then never printed again.
@@ -305,7 +307,13 @@ impl TieredHost {
         } else {
             "0".to_owned()
         };
-        cmd.args(["-accel", tcg.accel(), "-cpu", "qemu64,+svm,+npt"])
+        // SSSE3, SSE4.1/4.2 and POPCNT: the payload is built for
+        // x86-64-v2 (vmm/build.rs), and qemu64 lacks them (zipf's code hit
+        // #UD on `blendvpd`). No CMPXCHG16B: 6.12's slab fast path uses it,
+        // and with it exposed 9 of 24 boots of 6.12 crashed under QEMU
+        // 7.2's TCG (double faults right after the instruction), 0 of 28
+        // without (docs/testing.md).
+        cmd.args(["-accel", tcg.accel(), "-cpu", CPU])
             .args(["-smp", &smp.to_string(), "-machine", "pc,nvdimm=on,hmat=on"])
             .args(["-m", "2G,slots=2,maxmem=3G"])
             .args(["-object", "memory-backend-ram,id=m0,size=1G"])
