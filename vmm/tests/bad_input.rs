@@ -273,3 +273,63 @@ fn unknown_migrator() {
         text(&out)
     );
 }
+
+/// The damon tracker refuses tiers whose pages DAMON cannot see (hugetlb
+/// pages are not on the LRU), and a host whose DAMON another program owns
+/// (the development machines' platform kdamond): exit 2 with the reason.
+#[test]
+fn damon_tracker_refusals_say_why() {
+    let dir = scratch("damon-policy");
+    let policy = write_file(
+        &dir,
+        "policy.json",
+        br#"{"tracker": "damon", "fast_quota": {"max_bytes": 33554432}}"#,
+    );
+    let run = |tiers: [&str; 2]| {
+        tiervisor_run(&[
+            "--workload",
+            "idle:seconds=1",
+            "--memory",
+            "64M",
+            "--vcpus",
+            "1",
+            "--migrator",
+            "remap",
+            "--tier",
+            tiers[0],
+            "--tier",
+            tiers[1],
+            "--policy",
+            &policy,
+            "--timeout",
+            "20",
+        ])
+    };
+    let out = run([
+        "name=fast,backend=memfd,size=32M,hugetlb=on",
+        "name=slow,backend=memfd,size=32M,hugetlb=on",
+    ]);
+    assert_setup_error(&out, "tier 'fast' is hugetlb");
+    let out = run([
+        "name=fast,backend=memfd,size=32M",
+        "name=slow,backend=memfd,size=32M",
+    ]);
+    let t = text(&out);
+    if out.status.code() == Some(0) {
+        // A host whose DAMON this process may own (the tiered host).
+        return;
+    }
+    assert_code(&out, 2);
+    assert!(
+        [
+            "DAMON is busy",
+            "lacks DAMON",
+            "no damon:damon_aggregated",
+            "hides page frame"
+        ]
+        .iter()
+        .any(|why| t.contains(why)),
+        "no reason given:\n{t}"
+    );
+    assert!(!t.contains("panicked"), "{t}");
+}

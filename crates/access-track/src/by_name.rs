@@ -1,4 +1,5 @@
-//! Trackers by name (`dirty-log`, `fault-sample`, `combined`), what each
+//! Trackers by name (`dirty-log`, `fault-sample`, `combined`, `damon`,
+//! `damon+dirty-log`), what each
 //! needs from the VM, and how to build one: the one entry point for the
 //! VMM and the benchmark harness.
 
@@ -11,6 +12,7 @@ use guest_memory::TieredMemory;
 use guest_memory::migrate::WriteGuard;
 
 use crate::combined::CombinedTracker;
+use crate::damon_tracker::{DamonTracker, DamonTrackerError};
 use crate::dirty_log::KvmDirtyLog;
 use crate::dirty_tracker::DirtyLogTracker;
 use crate::fault_config::FaultSampleConfig;
@@ -20,7 +22,7 @@ use crate::sampling_settings::SamplingSettings;
 
 /// An unknown tracker name.
 #[derive(Debug, Error, PartialEq, Eq)]
-#[error("unknown tracker '{0}' (dirty-log, fault-sample, combined)")]
+#[error("unknown tracker '{0}' (dirty-log, fault-sample, combined, damon, damon+dirty-log)")]
 pub struct UnknownTracker(pub String);
 
 /// Errors building a tracker.
@@ -35,6 +37,9 @@ pub enum TrackerBuildError {
     /// The dirty-log sampler's thread could not be started.
     #[error("starting the dirty-log sampler thread")]
     SamplerThread(#[source] std::io::Error),
+    /// The host cannot give DAMON to this VM.
+    #[error(transparent)]
+    Damon(#[from] DamonTrackerError),
 }
 
 /// The trackers there are.
@@ -46,14 +51,21 @@ pub enum TrackerKind {
     FaultSample,
     /// [`CombinedTracker`] of both.
     Combined,
+    /// [`DamonTracker`]: accessed bits through the host kernel's DAMON.
+    Damon,
+    /// [`CombinedTracker`] of DAMON (reads and writes) and the dirty log
+    /// (writes).
+    DamonDirtyLog,
 }
 
 impl TrackerKind {
     /// Every tracker, by name.
-    pub const ALL: [TrackerKind; 3] = [
+    pub const ALL: [TrackerKind; 5] = [
         TrackerKind::DirtyLog,
         TrackerKind::FaultSample,
         TrackerKind::Combined,
+        TrackerKind::Damon,
+        TrackerKind::DamonDirtyLog,
     ];
 
     /// The tracker's name.
@@ -62,12 +74,17 @@ impl TrackerKind {
             TrackerKind::DirtyLog => "dirty-log",
             TrackerKind::FaultSample => "fault-sample",
             TrackerKind::Combined => "combined",
+            TrackerKind::Damon => "damon",
+            TrackerKind::DamonDirtyLog => "damon+dirty-log",
         }
     }
 
     /// Whether the VM needs the KVM dirty log on for it.
     pub fn needs_dirty_log(self) -> bool {
-        matches!(self, TrackerKind::DirtyLog | TrackerKind::Combined)
+        matches!(
+            self,
+            TrackerKind::DirtyLog | TrackerKind::Combined | TrackerKind::DamonDirtyLog
+        )
     }
 
     /// Whether the VM's write guard needs minor faults for it.
@@ -76,7 +93,7 @@ impl TrackerKind {
     }
 
     /// Builds the tracker over `memory` from the VM's dirty log and write
-    /// guard; the dirty-log tracker samples at `sampling` (valid). A fault
+    /// guard; the dirty-log and DAMON trackers sample at `sampling` (valid). A fault
     /// sampler without a usable guard is built all the same and says in
     /// its status why it observes nothing.
     pub fn build(
@@ -100,10 +117,15 @@ impl TrackerKind {
                 fault,
             )?))
         };
+        let damon = || -> Result<Box<dyn AccessTracker>, TrackerBuildError> {
+            Ok(Box::new(DamonTracker::new(memory.clone(), sampling)?))
+        };
         Ok(match self {
             TrackerKind::DirtyLog => dirty()?,
             TrackerKind::FaultSample => sampled()?,
             TrackerKind::Combined => Box::new(CombinedTracker::new(vec![dirty()?, sampled()?])),
+            TrackerKind::Damon => damon()?,
+            TrackerKind::DamonDirtyLog => Box::new(CombinedTracker::new(vec![damon()?, dirty()?])),
         })
     }
 }

@@ -112,16 +112,6 @@ impl DirtyLogTracker {
     pub fn coverage(&self) -> DirtyCoverage {
         self.coverage
     }
-
-    fn collect_error(
-        &self,
-        e: impl Into<Box<dyn std::error::Error + Send + Sync>>,
-    ) -> TrackerError {
-        TrackerError::Collect {
-            tracker: self.name().to_owned(),
-            source: e.into(),
-        }
-    }
 }
 
 impl AccessTracker for DirtyLogTracker {
@@ -142,7 +132,7 @@ impl AccessTracker for DirtyLogTracker {
             } => {
                 pages.clear();
                 if let Err(e) = consumer.take(all, pages) {
-                    return Err(self.collect_error(e));
+                    return Err(TrackerError::collect(self.name(), e));
                 }
                 if let Mode::Full { pages, .. } = &self.mode {
                     for &gpa in pages {
@@ -156,7 +146,7 @@ impl AccessTracker for DirtyLogTracker {
             Mode::Windowed(thread) => {
                 let (counts, error) = thread.take();
                 if let Some(e) = error {
-                    return Err(self.collect_error(e));
+                    return Err(TrackerError::collect(self.name(), e));
                 }
                 let observed = match counts {
                     Some(c) => {

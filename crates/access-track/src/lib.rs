@@ -11,12 +11,18 @@
 //!   short windows over DAMON-style adaptive regions ([`SamplingSettings`]);
 //! * [`FaultSampleTracker`]: a sample of pages zapped and watched through
 //!   userfaultfd minor faults (reads and writes);
+//! * [`DamonTracker`]: how often each frame's sampled pages are touched
+//!   (reads too), from the host kernel's DAMON watching their accessed
+//!   bits in physical-address mode: no guest exit;
 //! * [`CombinedTracker`]: the union of several trackers' evidence;
 //! * [`TrackerKind`]: trackers by name, for the VMM and the harness.
 
 mod by_name;
 mod combined;
 mod cpu_time;
+mod damon_sysfs;
+mod damon_trace;
+mod damon_tracker;
 mod dirty_log;
 mod dirty_probe;
 mod dirty_tracker;
@@ -24,6 +30,7 @@ mod fault_config;
 mod fault_rounds;
 mod fault_state;
 mod fault_tracker;
+mod pagemap;
 mod regions;
 mod sample;
 mod sampler_thread;
@@ -36,12 +43,16 @@ mod zap;
 pub use by_name::{TrackerBuildError, TrackerKind, UnknownTracker};
 pub use combined::{CombineError, CombinedTracker, combine};
 pub use cpu_time::thread_cpu_time;
+pub use damon_sysfs::{DAMON_ADMIN, DamonError, DamonIntervals, MIN_DAMON_REGIONS, OwnedKdamond};
+pub use damon_trace::{Aggregated, DamonTrace, DamonTraceError, TRACEFS, parse_aggregated};
+pub use damon_tracker::{CHECKS_PER_AGGREGATION, DamonTracker, DamonTrackerError, ROTATE_EVERY};
 pub use dirty_log::{DirtyConsumer, DirtyLogError, KvmDirtyLog, Memslot, enable_manual_protect};
 pub use dirty_probe::DirtyProbeError;
 pub use dirty_tracker::{DirtyCoverage, DirtyLogTracker};
 pub use fault_config::{FaultConfigError, FaultSampleConfig, SampleBudget};
 pub use fault_state::SamplerTotals;
 pub use fault_tracker::{FaultSampleError, FaultSampleTracker};
+pub use pagemap::{Pagemap, PagemapError};
 pub use sample::{
     AccessSample, AccessTracker, Coverage, MAX_PAGES_PER_FRAME, SampleError, TrackerError,
     TrackerStatus,

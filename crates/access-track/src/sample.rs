@@ -201,6 +201,16 @@ pub enum TrackerError {
     Sample(#[from] SampleError),
 }
 
+impl TrackerError {
+    /// A failed `collect()` of the tracker named `tracker`.
+    pub fn collect(tracker: &str, e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        TrackerError::Collect {
+            tracker: tracker.to_owned(),
+            source: e.into(),
+        }
+    }
+}
+
 /// A source of per-interval access evidence. The engine calls
 /// [`collect`](AccessTracker::collect) once per interval from its own
 /// thread; each call reports what happened since the previous one.

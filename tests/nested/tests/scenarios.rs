@@ -163,6 +163,50 @@ fn a_device_dax_tier_moves_frames_with_the_remap_migrators() {
     tiered_run_passed(&console, true);
 }
 
+/// DAMON in the host as the tracker (6.12's `paddr` monitoring through
+/// KVM's aging of its nested page tables): the tracking tests' damon
+/// cases pass with DAMON required (hot set found within three intervals
+/// of each shift, while frames move too; reads seen; idle frames cold),
+/// the engine on the damon tracker moves frames both ways while hotset
+/// verifies its data, and every kdamond the tracker made is gone after.
+#[test]
+fn damon_tracks_the_guest_and_drives_the_engine() {
+    let Some(console) = run("damon", Scenario::new("damon", 900).single_threaded()) else {
+        return;
+    };
+    let tests = console
+        .blocks
+        .get("damon-tests")
+        .cloned()
+        .unwrap_or_default();
+    check(
+        console.facts("damon-tests-rc") == ["0"] && !tests.contains("skipped"),
+        &format!("the damon tracking tests failed or were skipped:\n{tests}"),
+        &console,
+    );
+    for when in [
+        "kdamonds-before",
+        "kdamonds-after-tests",
+        "kdamonds-after-run",
+    ] {
+        check(
+            console.facts(when) == ["0"],
+            &format!(
+                "{when}: a kdamond was left behind: {:?}",
+                console.facts(when)
+            ),
+            &console,
+        );
+    }
+    tiered_run_passed(&console, true);
+    let report = console.report().unwrap_or_else(|| panic!("no report"));
+    check(
+        report.0["tiering"]["tracker"] == "damon",
+        &format!("the engine ran on {}", report.0["tiering"]["tracker"]),
+        &console,
+    );
+}
+
 /// The Linux guest's init reported a passed data check (a result line
 /// ending in `result_suffix`), tiervisor exited `rc`, the guest powered
 /// off and tiering moved some of its frames; returns the report.

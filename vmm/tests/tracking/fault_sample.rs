@@ -6,11 +6,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use access_track::{FaultSampleConfig, SampleBudget, TrackerKind};
+use access_track::{SampleBudget, TrackerKind};
 use vmm::migration::MigratorKind;
-use vmm::vm::{Vm, VmEnd};
+use vmm::vm::Vm;
 
-use crate::rig::{HOTSET, Run, TopK, ZIPF, assert_tracks, run, vm_config, zipf_top};
+use crate::rig::{HOTSET, Run, TopK, Until, ZIPF, assert_tracks, run, seen, vm_config, zipf_top};
 
 /// A sampled tracker's run: one vCPU (the sampler's watch windows are
 /// wall-clock time, and a vCPU descheduled for a window touches nothing),
@@ -89,112 +89,6 @@ fn fault_sample_keeps_tracking_while_frames_migrate() {
     // unit test makes the meeting certain and checks the voiding itself,
     // and `overcounted` above checks its consequence here.
     eprintln!("samples voided by moving frames: {voided}");
-}
-
-/// What `tracker` saw of a one-vCPU `stream` run over a 128 MiB buffer,
-/// from the first phase on: the share of buffer frames seen accessed and
-/// seen written, and the frames of the untouched rest of guest RAM seen
-/// accessed at all.
-struct Seen {
-    accessed: f64,
-    written: f64,
-    idle_hot: usize,
-}
-
-/// Share of the buffer's 64 frames a run must reach to be stopped early
-/// (`until` of [`seen`]).
-const SEEN_ENOUGH: f64 = 0.9;
-
-/// What `seen` waits for before it stops the guest.
-#[derive(Clone, Copy, PartialEq)]
-enum Until {
-    /// More than [`SEEN_ENOUGH`] of the buffer seen accessed.
-    Accessed,
-    /// More than [`SEEN_ENOUGH`] seen accessed and written.
-    Written,
-    /// Nothing: the guest streams for 3 s (a run that should see little).
-    ThreeSeconds,
-}
-
-fn seen(op: &str, kind: TrackerKind, until: Until) -> Seen {
-    // A run that should see the buffer streams until it has (at most a
-    // few minutes): how long that takes is the scheduler's business.
-    let seconds = if until == Until::ThreeSeconds { 3 } else { 600 };
-    let args = format!("stream:size=128M,op={op},phases=1,seconds={seconds}");
-    let config = vm_config(&args, 1, false, MigratorKind::None);
-    let mut vm = Vm::with_trackers(&config, Arc::new(|_, _| {}), &[kind]).unwrap();
-    let mem = vm.memory().clone();
-    let free = vm.first_free_range().unwrap();
-    // Every frame every 10 ms round: a sequential pass crosses a given
-    // run of pages rarely, and each frame should be seen many times.
-    let fault = FaultSampleConfig {
-        budget: SampleBudget::PagesPerSecond(256 * 4 * 100),
-        ..Default::default()
-    };
-    let mut tracker = vm.tracker(kind, fault).unwrap();
-    let state = vm.state().clone();
-    let stop = vm.stop_handle();
-    let frames = mem.frame_count();
-    let first = mem.frames().frame_of_gpa(free.start).unwrap().index();
-    let buffer = first..first + 64;
-    let share = |v: &[u64]| buffer.clone().filter(|&f| v[f] > 0).count() as f64 / 64.0;
-    let done = std::sync::atomic::AtomicBool::new(false);
-    let (accessed, written) = std::thread::scope(|s| {
-        let t = s.spawn(|| {
-            let (mut accessed, mut written) = (vec![0u64; frames], vec![0u64; frames]);
-            // The warm-up writes every page: count from phase 0 on. A
-            // windowed sampler's window that opened during the warm-up
-            // (up to a period long) reports when it closes: wait for it,
-            // and for one that opened in phase 0, before the counts start.
-            while state.phase_starts().is_empty() {
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            if let Some(start) = tracker.sampler_report() {
-                while tracker
-                    .sampler_report()
-                    .is_some_and(|r| r.windows < start.windows + 2)
-                {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-            }
-            tracker.collect().unwrap();
-            while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(200));
-                let sample = tracker.collect().unwrap();
-                for f in 0..frames {
-                    accessed[f] += u64::from(sample.accessed[f].max(sample.dirty[f]));
-                    written[f] += u64::from(sample.dirty[f]);
-                }
-                let enough = match until {
-                    Until::Accessed => share(&accessed) > SEEN_ENOUGH,
-                    Until::Written => share(&accessed).min(share(&written)) > SEEN_ENOUGH,
-                    Until::ThreeSeconds => false,
-                };
-                if enough {
-                    stop.request();
-                }
-            }
-            (accessed, written)
-        });
-        let end = vm.run(Duration::from_millis(100), &mut |_, _| {}).unwrap();
-        done.store(true, std::sync::atomic::Ordering::Relaxed);
-        let seen = t.join().unwrap();
-        assert_eq!(end, VmEnd::Success);
-        seen
-    });
-    // The ground-truth page follows the buffer; leave a frame of margin.
-    let idle = first + 65
-        ..mem
-            .frames()
-            .frame_of_gpa(free.start + free.len - 1)
-            .unwrap()
-            .index();
-    assert!(idle.len() > 50, "an idle region of {} frames", idle.len());
-    Seen {
-        accessed: share(&accessed),
-        written: share(&written),
-        idle_hot: idle.filter(|&f| accessed[f] > 0).count(),
-    }
 }
 
 #[test]

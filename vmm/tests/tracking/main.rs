@@ -4,6 +4,7 @@
 //! reach 0.9 within 3 intervals of the start and of every phase shift,
 //! and hold there (mean ≥ 0.95, no interval below 0.8).
 
+mod damon;
 mod dirty_log;
 mod fault_sample;
 mod rig;

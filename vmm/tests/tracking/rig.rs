@@ -13,7 +13,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use access_track::{
-    AccessSample, AccessTracker, FaultSampleConfig, FaultSampleTracker, SamplerTotals, TrackerKind,
+    AccessSample, AccessTracker, DamonTracker, FaultSampleConfig, FaultSampleTracker, SampleBudget,
+    SamplerReport, SamplerTotals, SamplingSettings, TrackerKind,
 };
 use guest_abi::{AccessRange, GpaRange};
 use guest_memory::FrameId;
@@ -152,6 +153,9 @@ pub struct Run {
     pub move_every: Duration,
     /// Heat half-life in intervals.
     pub half_life: f64,
+    /// The `damon` tracker's budget and aggregation period (the other
+    /// trackers run at their defaults).
+    pub sampling: SamplingSettings,
 }
 
 impl Run {
@@ -171,6 +175,7 @@ impl Run {
             batch: 8,
             move_every: Duration::from_millis(10),
             half_life: 1.0,
+            sampling: SamplingSettings::default(),
         }
     }
 }
@@ -180,6 +185,9 @@ impl Run {
 pub struct Outcome {
     /// Per interval: (phase, K, precision of the heat model's top-K).
     pub precision: Vec<(u64, usize, f64)>,
+    /// Per entry of `precision`: whether that interval's sample observed
+    /// any page (a tracker whose reports lag can bring none).
+    pub evidence: Vec<bool>,
     /// Frames the migrator moved in each phase of the guest's (index = phase).
     pub moved_per_phase: Vec<usize>,
     /// The fault sampler's totals (`fault-sample` runs).
@@ -189,6 +197,8 @@ pub struct Outcome {
     pub overcounted: usize,
     /// Frames never observed in the whole run.
     pub never_observed: usize,
+    /// The tracker's sampler report at the end, if it keeps one.
+    pub report: Option<SamplerReport>,
 }
 
 fn overcounted(s: &AccessSample) -> bool {
@@ -224,7 +234,7 @@ pub fn run(r: &Run) -> Outcome {
         .then(|| FaultSampleTracker::new(mem.clone(), vm.guard().cloned(), r.fault).unwrap());
     let mut other = match sampler {
         Some(_) => None,
-        None => Some(vm.tracker(r.tracker, r.fault).unwrap()),
+        None => Some(tracker_of(&vm, r.tracker, r.fault, r.sampling)),
     };
     let tracker: &mut dyn AccessTracker = match (&mut sampler, &mut other) {
         (Some(s), _) => s,
@@ -354,7 +364,12 @@ pub fn run(r: &Run) -> Outcome {
                     }
                     eprintln!("k={k} p={p:.2} hot {ha}/{ho} cold {ca}/{co}");
                 }
-                results.lock().unwrap().push((truth.phase, k, p));
+                let observed =
+                    (0..sample.frames()).any(|f| sample.observed_fraction(f) > Some(0.0));
+                results
+                    .lock()
+                    .unwrap()
+                    .push(((truth.phase, k, p), observed));
             }
         });
         let end = vm.run(Duration::from_millis(100), &mut |_, _| {}).unwrap();
@@ -376,8 +391,15 @@ pub fn run(r: &Run) -> Outcome {
     if mover.is_some() {
         mem.verify_backing().unwrap();
     }
+    let results = results.into_inner().unwrap();
+    let report = match (&sampler, &other) {
+        (None, Some(o)) => o.sampler_report(),
+        _ => None,
+    };
     Outcome {
-        precision: results.into_inner().unwrap(),
+        report,
+        precision: results.iter().map(|r| r.0).collect(),
+        evidence: results.iter().map(|r| r.1).collect(),
         moved_per_phase: moved_per_phase.into_inner().unwrap(),
         totals: sampler.as_ref().map(FaultSampleTracker::totals),
         overcounted: overcount.into_inner(),
@@ -418,5 +440,139 @@ pub fn assert_tracks(results: &[(u64, usize, f64)], phases: u64) {
             mean >= 0.95 && held.iter().all(|&p| p >= 0.8),
             "phase {phase}: does not hold (mean {mean:.3}): {results:?}"
         );
+    }
+}
+
+/// The tracker `kind` of `vm`: `fault` sets the fault sampler, `sampling`
+/// DAMON's budget and period (the VM builds the others at their defaults).
+pub fn tracker_of(
+    vm: &Vm,
+    kind: TrackerKind,
+    fault: FaultSampleConfig,
+    sampling: SamplingSettings,
+) -> Box<dyn AccessTracker> {
+    match kind {
+        TrackerKind::Damon => Box::new(DamonTracker::new(vm.memory().clone(), sampling).unwrap()),
+        kind => vm.tracker(kind, fault).unwrap(),
+    }
+}
+
+/// DAMON's budget for `frames` frames: one page of each checked 20 times
+/// per aggregation of `period`.
+pub fn damon_sampling(frames: usize, period: Duration) -> SamplingSettings {
+    let period_us = u32::try_from(period.as_micros()).unwrap_or(u32::MAX);
+    let per_sec = (frames as u64 * 20 * 1_000_000 / u64::from(period_us.max(1))) as u32;
+    SamplingSettings {
+        budget_pages_per_sec: per_sec,
+        window_period_us: period_us,
+        max_window_us: period_us,
+        ..SamplingSettings::default()
+    }
+}
+
+/// What `tracker` saw of a one-vCPU `stream` run over a 128 MiB buffer,
+/// from the first phase on: the share of buffer frames seen accessed and
+/// seen written, and the frames of the untouched rest of guest RAM seen
+/// accessed at all.
+pub struct Seen {
+    pub accessed: f64,
+    pub written: f64,
+    pub idle_hot: usize,
+}
+
+/// Share of the buffer's 64 frames a run must reach to be stopped early
+/// (`until` of [`seen`]).
+pub const SEEN_ENOUGH: f64 = 0.9;
+
+/// What `seen` waits for before it stops the guest.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Until {
+    /// More than [`SEEN_ENOUGH`] of the buffer seen accessed.
+    Accessed,
+    /// More than [`SEEN_ENOUGH`] seen accessed and written.
+    Written,
+    /// Nothing: the guest streams for 3 s (a run that should see little).
+    ThreeSeconds,
+}
+
+pub fn seen(op: &str, kind: TrackerKind, until: Until) -> Seen {
+    // A run that should see the buffer streams until it has (at most a
+    // few minutes): how long that takes is the scheduler's business.
+    let seconds = if until == Until::ThreeSeconds { 3 } else { 600 };
+    let args = format!("stream:size=128M,op={op},phases=1,seconds={seconds}");
+    let config = vm_config(&args, 1, false, MigratorKind::None);
+    let mut vm = Vm::with_trackers(&config, Arc::new(|_, _| {}), &[kind]).unwrap();
+    let mem = vm.memory().clone();
+    let free = vm.first_free_range().unwrap();
+    // Every frame every 10 ms round: a sequential pass crosses a given
+    // run of pages rarely, and each frame should be seen many times.
+    let fault = FaultSampleConfig {
+        budget: SampleBudget::PagesPerSecond(256 * 4 * 100),
+        ..Default::default()
+    };
+    let damon = damon_sampling(mem.frame_count(), Duration::from_millis(200));
+    let mut tracker = tracker_of(&vm, kind, fault, damon);
+    let state = vm.state().clone();
+    let stop = vm.stop_handle();
+    let frames = mem.frame_count();
+    let first = mem.frames().frame_of_gpa(free.start).unwrap().index();
+    let buffer = first..first + 64;
+    let share = |v: &[u64]| buffer.clone().filter(|&f| v[f] > 0).count() as f64 / 64.0;
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (accessed, written) = std::thread::scope(|s| {
+        let t = s.spawn(|| {
+            let (mut accessed, mut written) = (vec![0u64; frames], vec![0u64; frames]);
+            // The warm-up writes every page: count from phase 0 on. A
+            // windowed sampler's window that opened during the warm-up
+            // (up to a period long) reports when it closes: wait for it,
+            // and for one that opened in phase 0, before the counts start.
+            while state.phase_starts().is_empty() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if let Some(start) = tracker.sampler_report() {
+                while tracker
+                    .sampler_report()
+                    .is_some_and(|r| r.windows < start.windows + 2)
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+            tracker.collect().unwrap();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(200));
+                let sample = tracker.collect().unwrap();
+                for f in 0..frames {
+                    accessed[f] += u64::from(sample.accessed[f].max(sample.dirty[f]));
+                    written[f] += u64::from(sample.dirty[f]);
+                }
+                let enough = match until {
+                    Until::Accessed => share(&accessed) > SEEN_ENOUGH,
+                    Until::Written => share(&accessed).min(share(&written)) > SEEN_ENOUGH,
+                    Until::ThreeSeconds => false,
+                };
+                if enough {
+                    stop.request();
+                }
+            }
+            (accessed, written)
+        });
+        let end = vm.run(Duration::from_millis(100), &mut |_, _| {}).unwrap();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        let seen = t.join().unwrap();
+        assert_eq!(end, VmEnd::Success);
+        seen
+    });
+    // The ground-truth page follows the buffer; leave a frame of margin.
+    let idle = first + 65
+        ..mem
+            .frames()
+            .frame_of_gpa(free.start + free.len - 1)
+            .unwrap()
+            .index();
+    assert!(idle.len() > 50, "an idle region of {} frames", idle.len());
+    Seen {
+        accessed: share(&accessed),
+        written: share(&written),
+        idle_hot: idle.filter(|&f| accessed[f] > 0).count(),
     }
 }
