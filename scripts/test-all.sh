@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 log() { printf '\n==> %s\n' "$*"; }
 
 # Debian packages the suites need: the build toolchain, acpica-tools, and
-# for the tiered host qemu-system-x86, busybox-static, cpio and xz-utils.
+# for the tiered host qemu-system-x86, busybox-static, cpio and xz-utils
+# (and make, patch and gcc-12 for its access-log KVM modules).
 # The Linux boot tests fetch a Debian kernel with scripts/debian-kernel.sh;
 # the tiered host fetches its kernel and QEMU from bookworm-backports
 # (scripts/debian-backports.sh).
@@ -35,6 +36,12 @@ command -v qemu-system-x86_64 >/dev/null || nested_pkgs+=(qemu-system-x86)
 { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; } || nested_pkgs+=(busybox-static)
 command -v cpio >/dev/null || nested_pkgs+=(cpio)
 command -v xz >/dev/null || nested_pkgs+=(xz-utils)
+# The access-log KVM modules (host-kernel/kvm-access-log/build.sh): kbuild
+# with the compiler Debian's 6.12 kernel was built with, and patch (both
+# in build-essential on bookworm; module BTF is off, so no pahole).
+command -v make >/dev/null || nested_pkgs+=(make)
+command -v patch >/dev/null || nested_pkgs+=(patch)
+command -v x86_64-linux-gnu-gcc-12 >/dev/null || nested_pkgs+=(gcc-12)
 if [ ${#nested_pkgs[@]} -gt 0 ]; then
     log "installing ${nested_pkgs[*]} (tiered-host tests)"
     export DEBIAN_FRONTEND=noninteractive

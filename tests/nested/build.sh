@@ -13,7 +13,17 @@
 #                  tiervisor, tierbench and the tracking tests
 #                  (vmm/tests/tracking) built from this checkout, the
 #                  scenarios (tests/nested/host, tests/nested/scenarios),
-#                  and the guest's kernel and initramfs
+#                  the guest's kernel and initramfs, and the
+#                  access-log KVM (below)
+#   access-log/    kvm.ko and kvm-amd.ko with the access-log ioctl and its
+#                  self-test (host-kernel/kvm-access-log/build.sh), packed
+#                  into the host as /lib/modules/access-log/ and
+#                  /bin/kvm-access-log-test; the stock modules stay the
+#                  ones /init loads (the access-log scenario swaps them)
+#   tiercopy/      tiercopy.ko, tiercopy-testdma.ko and their self-test
+#                  (host-kernel/tiercopy/build.sh), packed into the host as
+#                  /lib/modules/tiercopy/ and /bin/tiercopy-test; nothing
+#                  loads them but the tiercopy scenario
 #   guest.cpio.gz  the Linux guest's initramfs: the static guest-init
 #                  (tests/nested/src/bin/guest-init) as /init, and the
 #                  button and evdev modules it loads
@@ -56,6 +66,22 @@ vmlinuz=("$kpkg"/boot/vmlinuz-*)
 [ -f "${vmlinuz[0]}" ] || die "no vmlinuz in $kpkg"
 modules=("$kpkg"/lib/modules/*/kernel)
 [ -d "${modules[0]}" ] || die "no modules in $kpkg"
+release=$(basename "$(dirname "${modules[0]}")")
+
+# The access-log KVM, built against the headers of the same kernel.
+host-kernel/kvm-access-log/build.sh "$out/access-log" ||
+	die "cannot build the access-log modules (host-kernel/kvm-access-log/build.sh)"
+for m in kvm kvm-amd; do
+	grep -aq "^vermagic=$release " <(strings "$out/access-log/$m.ko") ||
+		die "access-log $m.ko is not built for $release (the host's kernel)"
+done
+# tiercopy and its test DMA provider, against the same headers.
+host-kernel/tiercopy/build.sh "$out/tiercopy" ||
+	die "cannot build the tiercopy modules (host-kernel/tiercopy/build.sh)"
+for m in tiercopy tiercopy-testdma; do
+	grep -aq "^vermagic=$release " <(strings "$out/tiercopy/$m.ko") ||
+		die "$m.ko is not built for $release (the host's kernel)"
+done
 
 scripts/debian-backports.sh "$out/qemu" qemu-system-x86 qemu-system-data qemu-system-common seabios >/dev/null ||
 	die "cannot fetch QEMU from bookworm-backports"
@@ -137,6 +163,12 @@ for m in virt/lib/irqbypass arch/x86/kvm/kvm arch/x86/kvm/kvm-amd \
 	drivers/nvdimm/nd_pmem drivers/dax/device_dax drivers/dax/dax_pmem drivers/dax/kmem; do
 	module "$m" "$h/lib/modules"
 done
+mkdir -p "$h/lib/modules/access-log"
+cp "$out/access-log/kvm.ko" "$out/access-log/kvm-amd.ko" "$h/lib/modules/access-log/"
+cp "$out/access-log/kvm-access-log-test" "$h/bin/kvm-access-log-test"
+mkdir -p "$h/lib/modules/tiercopy"
+cp "$out/tiercopy/tiercopy.ko" "$out/tiercopy/tiercopy-testdma.ko" "$h/lib/modules/tiercopy/"
+cp "$out/tiercopy/tiercopy-test" "$h/bin/tiercopy-test"
 cp tests/nested/host/init "$h/init"
 cp tests/nested/host/lib.sh "$h/nested/"
 cp tests/nested/scenarios/*.sh "$h/nested/scenarios/"

@@ -201,7 +201,8 @@ pub struct RunArgs {
         value_name = "KIND"
     )]
     pub migrator: MigratorKind,
-    /// Copy engine of the remap migrators: `cpu`, `threads[:N][:pin]`.
+    /// Copy engine of the remap migrators: `cpu`, `threads[:N][:pin]`,
+    /// `kernel[:auto|:threads|:dma]` (the host-kernel offload device).
     #[arg(long, value_name = "SPEC")]
     pub copy_engine: Option<EngineSpec>,
     /// Move this many random frames per second to another tier while the

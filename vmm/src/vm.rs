@@ -37,6 +37,7 @@ use crate::vm_error::kvm_err;
 use crate::vm_linux::{self, LinuxDevices};
 pub use crate::vm_tiering::engine_lifecycle::EngineStart;
 use crate::vm_tiering::migration::MigrationConfig;
+use crate::vm_tiering::trackers::VmTrackers;
 use crate::vm_tiering::write_stop::VcpuWriteStop;
 use crate::vm_tiering::{TieringParts, TieringPlan, TieringRequest, VmTiering};
 
@@ -547,6 +548,12 @@ impl Vm {
     /// the fault sampler's.
     pub fn guard(&self) -> Option<&Arc<WriteGuard>> {
         self.tiering.guard()
+    }
+
+    /// What builds this VM's trackers, for a caller that builds them while
+    /// the VM runs (and so cannot borrow it).
+    pub fn trackers(&self) -> &VmTrackers {
+        self.tiering.trackers()
     }
 
     /// A new access tracker of `kind` for this VM (`fault` sets the fault

@@ -757,12 +757,13 @@ fn tiers_are_measured_again_on_request() {
     c.delete_vm().unwrap();
 }
 
-/// A policy naming the damon tracker on a host that cannot give DAMON to
-/// this process (the development machines: a platform kdamond owns it)
-/// is refused as an invalid `tracker` with the reason (HTTP 400), and the
-/// policy in force stays.
+/// A policy naming a tracker the host cannot serve — `damon` where
+/// another program owns DAMON (the development machines' platform
+/// kdamond), `access-log` where KVM lacks the access log (stock kernels)
+/// — is refused as an invalid `tracker` with the reason (HTTP 400), and
+/// the policy in force stays.
 #[test]
-fn a_damon_policy_the_host_cannot_serve_is_refused_with_the_reason() {
+fn a_tracker_policy_the_host_cannot_serve_is_refused_with_the_reason() {
     let _alone = alone();
     let c = controller();
     c.create_vm(body("idle:phases=1,seconds=60", 1, Some(policy(FAST))))
@@ -773,22 +774,32 @@ fn a_damon_policy_the_host_cannot_serve_is_refused_with_the_reason() {
         .unwrap()
         .intervals
         > 0));
-    let mut damon = policy(FAST);
-    damon.tracker = "damon".into();
-    match c.set_tiering_policy(damon.clone()) {
-        // A host whose DAMON this process may own (the tiered host).
-        Ok(()) => assert_eq!(c.tiering_policy().unwrap(), damon),
-        Err(ControlError::Invalid { field, reason }) => {
-            assert_eq!(field, "tracker");
-            assert!(
-                ["DAMON is busy", "lacks DAMON", "no damon:damon_aggregated"]
-                    .iter()
-                    .any(|why| reason.contains(why)),
-                "no reason given: {reason}"
-            );
-            assert_eq!(c.tiering_policy().unwrap(), policy(FAST));
+    let reasons: [(&str, &[&str]); 2] = [
+        (
+            "damon",
+            &["DAMON is busy", "lacks DAMON", "no damon:damon_aggregated"],
+        ),
+        ("access-log", &["host kernel lacks the KVM access log"]),
+    ];
+    for (tracker, why) in reasons {
+        let mut asked = policy(FAST);
+        asked.tracker = tracker.into();
+        match c.set_tiering_policy(asked.clone()) {
+            // A host that can serve it (the tiered host).
+            Ok(()) => {
+                assert_eq!(c.tiering_policy().unwrap(), asked);
+                c.set_tiering_policy(policy(FAST)).unwrap();
+            }
+            Err(ControlError::Invalid { field, reason }) => {
+                assert_eq!(field, "tracker");
+                assert!(
+                    why.iter().any(|w| reason.contains(w)),
+                    "{tracker}: no reason given: {reason}"
+                );
+                assert_eq!(c.tiering_policy().unwrap(), policy(FAST));
+            }
+            Err(other) => panic!("{tracker}: expected Invalid, got {other:?}"),
         }
-        Err(other) => panic!("expected Invalid, got {other:?}"),
     }
     c.shutdown_vm().unwrap();
 }

@@ -274,6 +274,35 @@ fn unknown_migrator() {
     );
 }
 
+/// `tiervisor run` of a one-second idle guest on `tiers` with the remap
+/// migrator and the options `extra`.
+fn run_idle(tiers: [&str; 2], extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "--workload",
+        "idle:seconds=1",
+        "--memory",
+        "64M",
+        "--vcpus",
+        "1",
+        "--migrator",
+        "remap",
+        "--tier",
+        tiers[0],
+        "--tier",
+        tiers[1],
+        "--timeout",
+        "20",
+    ];
+    args.extend_from_slice(extra);
+    tiervisor_run(&args)
+}
+
+/// Two 32 MiB memfd tiers.
+const MEMFD_TIERS: [&str; 2] = [
+    "name=fast,backend=memfd,size=32M",
+    "name=slow,backend=memfd,size=32M",
+];
+
 /// The damon tracker refuses tiers whose pages DAMON cannot see (hugetlb
 /// pages are not on the LRU), and a host whose DAMON another program owns
 /// (the development machines' platform kdamond): exit 2 with the reason.
@@ -285,35 +314,13 @@ fn damon_tracker_refusals_say_why() {
         "policy.json",
         br#"{"tracker": "damon", "fast_quota": {"max_bytes": 33554432}}"#,
     );
-    let run = |tiers: [&str; 2]| {
-        tiervisor_run(&[
-            "--workload",
-            "idle:seconds=1",
-            "--memory",
-            "64M",
-            "--vcpus",
-            "1",
-            "--migrator",
-            "remap",
-            "--tier",
-            tiers[0],
-            "--tier",
-            tiers[1],
-            "--policy",
-            &policy,
-            "--timeout",
-            "20",
-        ])
-    };
+    let run = |tiers: [&str; 2]| run_idle(tiers, &["--policy", &policy]);
     let out = run([
         "name=fast,backend=memfd,size=32M,hugetlb=on",
         "name=slow,backend=memfd,size=32M,hugetlb=on",
     ]);
     assert_setup_error(&out, "tier 'fast' is hugetlb");
-    let out = run([
-        "name=fast,backend=memfd,size=32M",
-        "name=slow,backend=memfd,size=32M",
-    ]);
+    let out = run(MEMFD_TIERS);
     let t = text(&out);
     if out.status.code() == Some(0) {
         // A host whose DAMON this process may own (the tiered host).
@@ -332,4 +339,51 @@ fn damon_tracker_refusals_say_why() {
         "no reason given:\n{t}"
     );
     assert!(!t.contains("panicked"), "{t}");
+}
+
+/// The access-log tracker on a host whose KVM lacks the access log (stock
+/// kernels; `host-kernel/kvm-access-log` adds it): exit 2 with the reason
+/// and what to load.
+#[test]
+fn access_log_tracker_refusal_says_why() {
+    let dir = scratch("access-log-policy");
+    let policy = write_file(
+        &dir,
+        "policy.json",
+        br#"{"tracker": "access-log", "fast_quota": {"max_bytes": 33554432}}"#,
+    );
+    let out = run_idle(MEMFD_TIERS, &["--policy", &policy]);
+    if out.status.code() == Some(0) {
+        // A host whose KVM has the access log (the tiered host).
+        return;
+    }
+    assert_setup_error(&out, "host kernel lacks the KVM access log");
+    assert!(
+        text(&out).contains("host-kernel/kvm-access-log"),
+        "{}",
+        text(&out)
+    );
+}
+
+/// The kernel copy engine where the host-kernel module is not loaded (the
+/// development machines): exit 2 with what to load; a back end it does
+/// not have is refused by name.
+#[test]
+fn kernel_copy_engine_refusals_say_why() {
+    if std::path::Path::new("/dev/tiercopy").exists() {
+        eprintln!("skipped: /dev/tiercopy exists here");
+        return;
+    }
+    let run = |engine: &str| run_idle(MEMFD_TIERS, &["--copy-engine", engine]);
+    assert_setup_error(
+        &run("kernel:dma"),
+        "kernel copy engine: /dev/tiercopy not found (load host-kernel/tiercopy)",
+    );
+    let out = run("kernel:gpu");
+    assert_code(&out, 2);
+    assert!(
+        text(&out).contains("unknown kernel copy back end \"gpu\""),
+        "{}",
+        text(&out)
+    );
 }

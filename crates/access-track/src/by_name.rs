@@ -1,16 +1,18 @@
 //! Trackers by name (`dirty-log`, `fault-sample`, `combined`, `damon`,
-//! `damon+dirty-log`), what each
-//! needs from the VM, and how to build one: the one entry point for the
-//! VMM and the benchmark harness.
+//! `damon+dirty-log`, `access-log`, `access-log+dirty-log`), what each
+//! needs from the VM ([`TrackerInputs`]), and how to build one: the one
+//! entry point for the VMM and the benchmark harness.
 
 use std::str::FromStr;
 use std::sync::Arc;
 
+use kvm_ioctls::VmFd;
 use thiserror::Error;
 
 use guest_memory::TieredMemory;
 use guest_memory::migrate::WriteGuard;
 
+use crate::access_log_tracker::{AccessLogTracker, AccessLogTrackerError};
 use crate::combined::CombinedTracker;
 use crate::damon_tracker::{DamonTracker, DamonTrackerError};
 use crate::dirty_log::KvmDirtyLog;
@@ -22,7 +24,10 @@ use crate::sampling_settings::SamplingSettings;
 
 /// An unknown tracker name.
 #[derive(Debug, Error, PartialEq, Eq)]
-#[error("unknown tracker '{0}' (dirty-log, fault-sample, combined, damon, damon+dirty-log)")]
+#[error(
+    "unknown tracker '{0}' (dirty-log, fault-sample, combined, damon, damon+dirty-log, access-log, \
+     access-log+dirty-log)"
+)]
 pub struct UnknownTracker(pub String);
 
 /// Errors building a tracker.
@@ -40,6 +45,22 @@ pub enum TrackerBuildError {
     /// The host cannot give DAMON to this VM.
     #[error(transparent)]
     Damon(#[from] DamonTrackerError),
+    /// The host's KVM has no access log.
+    #[error(transparent)]
+    AccessLog(#[from] AccessLogTrackerError),
+}
+
+/// What a VM offers its trackers.
+#[derive(Clone, Copy, Debug)]
+pub struct TrackerInputs<'a> {
+    /// The VM's memory.
+    pub memory: &'a Arc<TieredMemory>,
+    /// The VM (for the access log).
+    pub vm: &'a Arc<VmFd>,
+    /// The dirty log, when it is on.
+    pub dirty_log: Option<&'a KvmDirtyLog>,
+    /// The write guard, when there is one.
+    pub guard: Option<&'a Arc<WriteGuard>>,
 }
 
 /// The trackers there are.
@@ -56,16 +77,23 @@ pub enum TrackerKind {
     /// [`CombinedTracker`] of DAMON (reads and writes) and the dirty log
     /// (writes).
     DamonDirtyLog,
+    /// [`AccessLogTracker`]: accessed bits through the KVM access log.
+    AccessLog,
+    /// [`CombinedTracker`] of the access log (reads and writes) and the
+    /// dirty log (writes).
+    AccessLogDirtyLog,
 }
 
 impl TrackerKind {
     /// Every tracker, by name.
-    pub const ALL: [TrackerKind; 5] = [
+    pub const ALL: [TrackerKind; 7] = [
         TrackerKind::DirtyLog,
         TrackerKind::FaultSample,
         TrackerKind::Combined,
         TrackerKind::Damon,
         TrackerKind::DamonDirtyLog,
+        TrackerKind::AccessLog,
+        TrackerKind::AccessLogDirtyLog,
     ];
 
     /// The tracker's name.
@@ -76,6 +104,8 @@ impl TrackerKind {
             TrackerKind::Combined => "combined",
             TrackerKind::Damon => "damon",
             TrackerKind::DamonDirtyLog => "damon+dirty-log",
+            TrackerKind::AccessLog => "access-log",
+            TrackerKind::AccessLogDirtyLog => "access-log+dirty-log",
         }
     }
 
@@ -83,7 +113,10 @@ impl TrackerKind {
     pub fn needs_dirty_log(self) -> bool {
         matches!(
             self,
-            TrackerKind::DirtyLog | TrackerKind::Combined | TrackerKind::DamonDirtyLog
+            TrackerKind::DirtyLog
+                | TrackerKind::Combined
+                | TrackerKind::DamonDirtyLog
+                | TrackerKind::AccessLogDirtyLog
         )
     }
 
@@ -92,20 +125,21 @@ impl TrackerKind {
         matches!(self, TrackerKind::FaultSample | TrackerKind::Combined)
     }
 
-    /// Builds the tracker over `memory` from the VM's dirty log and write
-    /// guard; the dirty-log and DAMON trackers sample at `sampling` (valid). A fault
-    /// sampler without a usable guard is built all the same and says in
-    /// its status why it observes nothing.
+    /// Builds the tracker over what the VM offers (`inputs`); the
+    /// dirty-log, DAMON and access-log trackers sample at `sampling`
+    /// (valid). A fault sampler without a usable guard is built all the
+    /// same and says in its status why it observes nothing.
     pub fn build(
         self,
-        memory: &Arc<TieredMemory>,
-        dirty_log: Option<&KvmDirtyLog>,
-        guard: Option<&Arc<WriteGuard>>,
+        inputs: &TrackerInputs<'_>,
         fault: FaultSampleConfig,
         sampling: SamplingSettings,
     ) -> Result<Box<dyn AccessTracker>, TrackerBuildError> {
+        let memory = inputs.memory;
         let dirty = || -> Result<Box<dyn AccessTracker>, TrackerBuildError> {
-            let log = dirty_log.ok_or(TrackerBuildError::NoDirtyLog(self.name()))?;
+            let log = inputs
+                .dirty_log
+                .ok_or(TrackerBuildError::NoDirtyLog(self.name()))?;
             let tracker = DirtyLogTracker::new(log, memory.clone(), sampling)
                 .map_err(TrackerBuildError::SamplerThread)?;
             Ok(Box::new(tracker))
@@ -113,12 +147,19 @@ impl TrackerKind {
         let sampled = || -> Result<Box<dyn AccessTracker>, TrackerBuildError> {
             Ok(Box::new(FaultSampleTracker::new(
                 memory.clone(),
-                guard.cloned(),
+                inputs.guard.cloned(),
                 fault,
             )?))
         };
         let damon = || -> Result<Box<dyn AccessTracker>, TrackerBuildError> {
             Ok(Box::new(DamonTracker::new(memory.clone(), sampling)?))
+        };
+        let access = || -> Result<Box<dyn AccessTracker>, TrackerBuildError> {
+            Ok(Box::new(AccessLogTracker::new(
+                inputs.vm.clone(),
+                memory.clone(),
+                sampling,
+            )?))
         };
         Ok(match self {
             TrackerKind::DirtyLog => dirty()?,
@@ -126,6 +167,10 @@ impl TrackerKind {
             TrackerKind::Combined => Box::new(CombinedTracker::new(vec![dirty()?, sampled()?])),
             TrackerKind::Damon => damon()?,
             TrackerKind::DamonDirtyLog => Box::new(CombinedTracker::new(vec![damon()?, dirty()?])),
+            TrackerKind::AccessLog => access()?,
+            TrackerKind::AccessLogDirtyLog => {
+                Box::new(CombinedTracker::new(vec![access()?, dirty()?]))
+            }
         })
     }
 }

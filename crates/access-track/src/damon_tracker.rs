@@ -307,9 +307,8 @@ impl AccessTracker for DamonTracker {
 
     fn collect(&mut self) -> Result<AccessSample, TrackerError> {
         let frames = self.memory.frame_count();
-        let pages_per_frame = (self.memory.frame_size() / PAGE).max(1) as u32;
         let now = Instant::now();
-        let mut sample = AccessSample::new(frames, pages_per_frame, now - self.last)?;
+        let mut sample = AccessSample::for_memory(&self.memory, now - self.last)?;
         let mut observed = vec![0u16; frames];
         let mut reports = Vec::new();
         if let Err(e) = self.trace.drain(|a| reports.push(a)) {

@@ -25,7 +25,7 @@ use guest_memory::{FrameId, GpaRange, TieredMemory};
 
 use crate::dirty_log::{DirtyConsumer, KvmDirtyLog};
 use crate::dirty_probe::DirtyProbe;
-use crate::sample::{AccessSample, AccessTracker, Coverage, TrackerError, TrackerStatus};
+use crate::sample::{AccessSample, AccessTracker, TrackerError, TrackerStatus};
 use crate::sampler_thread::SamplerThread;
 use crate::sampling_settings::SamplingSettings;
 use crate::window_sampler::{SamplerReport, WindowSampler};
@@ -121,9 +121,8 @@ impl AccessTracker for DirtyLogTracker {
 
     fn collect(&mut self) -> Result<AccessSample, TrackerError> {
         let frames = self.memory.frames();
-        let pages_per_frame = (frames.frame_size() / PAGE).max(1) as u32;
         let now = Instant::now();
-        let mut sample = AccessSample::new(frames.len(), pages_per_frame, now - self.last)?;
+        let mut sample = AccessSample::for_memory(&self.memory, now - self.last)?;
         match &mut self.mode {
             Mode::Full {
                 consumer,
@@ -143,22 +142,7 @@ impl AccessTracker for DirtyLogTracker {
                     }
                 }
             }
-            Mode::Windowed(thread) => {
-                let (counts, error) = thread.take();
-                if let Some(e) = error {
-                    return Err(TrackerError::collect(self.name(), e));
-                }
-                let observed = match counts {
-                    Some(c) => {
-                        sample.dirty.clone_from(&c.hits);
-                        sample.accessed = c.hits;
-                        c.looks
-                    }
-                    // No window finished yet: no evidence at all.
-                    None => vec![0; frames.len()],
-                };
-                sample.coverage = Coverage::PerFrame(observed);
-            }
+            Mode::Windowed(thread) => thread.fill("dirty-log", &mut sample, true)?,
         }
         self.last = now;
         Ok(sample)

@@ -21,8 +21,6 @@ use crate::fault_rounds::Rounds;
 use crate::fault_state::{Counts, SampleState, SamplerTotals};
 use crate::sample::{AccessSample, AccessTracker, Coverage, TrackerError, TrackerStatus};
 
-const PAGE: u64 = 4096;
-
 /// Errors creating the fault-sample tracker.
 #[derive(Debug, Error)]
 pub enum FaultSampleError {
@@ -143,8 +141,8 @@ impl AccessTracker for FaultSampleTracker {
     fn collect(&mut self) -> Result<AccessSample, TrackerError> {
         let now = Instant::now();
         let frames = self.memory.frame_count();
-        let ppf = (self.memory.frame_size() / PAGE).max(1) as u32;
-        let mut sample = AccessSample::new(frames, ppf, now - self.last)?;
+        let mut sample = AccessSample::for_memory(&self.memory, now - self.last)?;
+        let ppf = sample.pages_per_frame;
         self.last = now;
         self.state.take(&mut self.counts);
         let mut observed = vec![0u16; frames];

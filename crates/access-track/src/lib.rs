@@ -14,9 +14,15 @@
 //! * [`DamonTracker`]: how often each frame's sampled pages are touched
 //!   (reads too), from the host kernel's DAMON watching their accessed
 //!   bits in physical-address mode: no guest exit;
+//! * [`AccessLogTracker`]: how often each frame's sampled pages are
+//!   touched (reads too), from the accessed bits of KVM's secondary MMU
+//!   read through the KVM access log ([`KvmAccessLog`], a host-kernel
+//!   extension): no guest exit;
 //! * [`CombinedTracker`]: the union of several trackers' evidence;
 //! * [`TrackerKind`]: trackers by name, for the VMM and the harness.
 
+mod access_log_probe;
+mod access_log_tracker;
 mod by_name;
 mod combined;
 mod cpu_time;
@@ -30,6 +36,7 @@ mod fault_config;
 mod fault_rounds;
 mod fault_state;
 mod fault_tracker;
+mod kvm_access_log;
 mod pagemap;
 mod regions;
 mod sample;
@@ -40,7 +47,8 @@ mod window_sampler;
 mod xorshift;
 mod zap;
 
-pub use by_name::{TrackerBuildError, TrackerKind, UnknownTracker};
+pub use access_log_tracker::{AccessLogTracker, AccessLogTrackerError};
+pub use by_name::{TrackerBuildError, TrackerInputs, TrackerKind, UnknownTracker};
 pub use combined::{CombineError, CombinedTracker, combine};
 pub use cpu_time::thread_cpu_time;
 pub use damon_sysfs::{DAMON_ADMIN, DamonError, DamonIntervals, MIN_DAMON_REGIONS, OwnedKdamond};
@@ -52,6 +60,10 @@ pub use dirty_tracker::{DirtyCoverage, DirtyLogTracker};
 pub use fault_config::{FaultConfigError, FaultSampleConfig, SampleBudget};
 pub use fault_state::SamplerTotals;
 pub use fault_tracker::{FaultSampleError, FaultSampleTracker};
+pub use kvm_access_log::{
+    AccessLogError, KVM_ACCESS_LOG_FLUSH_TLB, KVM_ACCESS_LOG_MAX_PAGES, KVM_ACCESS_LOG_NO_CLEAR,
+    KVM_CAP_TIERVISOR_ACCESS_LOG, KVM_TIERVISOR_ACCESS_LOG, KvmAccessLog, KvmAccessLogArgs,
+};
 pub use pagemap::{Pagemap, PagemapError};
 pub use sample::{
     AccessSample, AccessTracker, Coverage, MAX_PAGES_PER_FRAME, SampleError, TrackerError,

@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use thiserror::Error;
 
+use guest_memory::TieredMemory;
+
 use crate::window_sampler::SamplerReport;
 
 /// Most 4 KiB pages per frame a sample can count (counts are `u16`): frames
@@ -98,6 +100,13 @@ impl AccessSample {
         };
         sample.validate()?;
         Ok(sample)
+    }
+
+    /// An all-zero sample over the frames of `memory` (its 4 KiB pages
+    /// per frame), full coverage: what every tracker's `collect()` fills.
+    pub fn for_memory(memory: &TieredMemory, interval: Duration) -> Result<Self, SampleError> {
+        let pages = u32::try_from((memory.frame_size() / 4096).max(1)).unwrap_or(u32::MAX);
+        Self::new(memory.frame_count(), pages, interval)
     }
 
     /// Number of frames.

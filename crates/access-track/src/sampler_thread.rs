@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::cpu_time::thread_cpu_time;
+use crate::sample::{AccessSample, Coverage, TrackerError};
 use crate::stoppable::{StopFlag, StoppableThread};
 use crate::window_sampler::{
     Credit, FrameCounts, PageProbe, SamplerReport, WindowClock, WindowSampler,
@@ -81,11 +82,35 @@ impl SamplerThread {
         })
     }
 
-    /// The counts since the last take (`None`: no peek credited any), and the
-    /// first error since then.
-    pub fn take(&self) -> (Option<FrameCounts>, Option<BoxError>) {
-        let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
-        (shared.counts.take(), shared.error.take())
+    /// Puts the counts since the last call into `sample` (its frames'
+    /// hits as pages accessed, also as pages written when `writes`; its
+    /// looks as the coverage: none at all when no peek credited any), or
+    /// returns the first error since then as `tracker`'s.
+    pub fn fill(
+        &self,
+        tracker: &str,
+        sample: &mut AccessSample,
+        writes: bool,
+    ) -> Result<(), TrackerError> {
+        let (counts, error) = {
+            let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+            (shared.counts.take(), shared.error.take())
+        };
+        if let Some(e) = error {
+            return Err(TrackerError::collect(tracker, e));
+        }
+        let observed = match counts {
+            Some(c) => {
+                if writes {
+                    sample.dirty.clone_from(&c.hits);
+                }
+                sample.accessed = c.hits;
+                c.looks
+            }
+            None => vec![0; sample.frames()],
+        };
+        sample.coverage = Coverage::PerFrame(observed);
+        Ok(())
     }
 
     /// The sampler's totals as of its last window.

@@ -43,7 +43,9 @@ pub struct Cli {
     pub hugetlb: bool,
 
     /// With the track suite: measure only this tracker (dirty-log,
-    /// fault-sample or combined) against the untracked baseline.
+    /// fault-sample, combined, or one a default run leaves out because it
+    /// needs the host kernel: damon, access-log) against the untracked
+    /// baseline.
     #[arg(long, value_name = "NAME", value_parser = parse_tracker_arg)]
     pub tracker: Option<&'static str>,
     /// With the track suite: blocks of four phases (tracked and untracked,

@@ -137,3 +137,28 @@ dump_guest_faults() {
 	grep -v '^#' /sys/kernel/tracing/trace >/tmp/kvm-trace 2>/dev/null
 	[ -s /tmp/kvm-trace ] && dump kvm-guest-faults /tmp/kvm-trace
 }
+
+# Replaces the loaded kvm_amd and kvm with the access-log KVM
+# (host-kernel/kvm-access-log, packed in /lib/modules/access-log/), kvm.ko
+# taking "$@" as parameters. Facts: access-log-load ok|failed STEP.
+load_access_log_kvm() {
+	if ! rmmod kvm_amd || ! rmmod kvm; then
+		fact access-log-load failed rmmod "$(lsmod | grep kvm | tr '\n' ' ')"
+		return 1
+	fi
+	if ! insmod /lib/modules/access-log/kvm.ko "$@"; then
+		fact access-log-load failed insmod-kvm "$@"
+		return 1
+	fi
+	if ! insmod /lib/modules/access-log/kvm-amd.ko; then
+		fact access-log-load failed insmod-kvm-amd
+		return 1
+	fi
+	[ -c /dev/kvm ] || {
+		fact access-log-load failed no-dev-kvm
+		return 1
+	}
+	fact access-log-load ok "$@"
+	# The stock module's trace events went with it.
+	trace_guest_faults
+}

@@ -114,7 +114,7 @@ impl TieringPlan {
 
 /// What the tiering side works with, from the rest of the VM.
 pub(crate) struct TieringParts<'a> {
-    /// The VM (the dirty log reads it).
+    /// The VM (the dirty log and the access log read it).
     pub vm_fd: &'a Arc<VmFd>,
     /// The memslots [`TieringPlan::register_memslots`] registered.
     pub memslots: Vec<Memslot>,
@@ -167,6 +167,7 @@ impl VmTiering {
         }
         let trackers = VmTrackers {
             memory: parts.memory.clone(),
+            vm: parts.vm_fd.clone(),
             guard,
             dirty_log,
         };
@@ -221,6 +222,11 @@ impl VmTiering {
     /// The userfaultfd guard, when there is one.
     pub fn guard(&self) -> Option<&Arc<WriteGuard>> {
         self.trackers.guard.as_ref()
+    }
+
+    /// What builds this VM's trackers.
+    pub fn trackers(&self) -> &VmTrackers {
+        &self.trackers
     }
 
     /// A new access tracker of `kind` over the VM's dirty log and guard,

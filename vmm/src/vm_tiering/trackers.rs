@@ -6,17 +6,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use access_track::{
-    AccessTracker, FaultSampleConfig, KvmDirtyLog, SamplingSettings, TrackerBuildError, TrackerKind,
+    AccessTracker, FaultSampleConfig, KvmDirtyLog, SamplingSettings, TrackerBuildError,
+    TrackerInputs, TrackerKind,
 };
 use guest_memory::TieredMemory;
 use guest_memory::migrate::WriteGuard;
+use kvm_ioctls::VmFd;
 use tiering::{TrackerSource, TrackerSourceError};
 
-/// Builds trackers over the VM's dirty log and userfaultfd guard.
+/// Builds trackers over the VM's dirty log, userfaultfd guard and access
+/// log.
 #[derive(Clone, Debug)]
 pub struct VmTrackers {
     /// The VM's memory.
     pub memory: Arc<TieredMemory>,
+    /// The VM.
+    pub vm: Arc<VmFd>,
     /// The guard, when there is one (trackers use it when it takes minor
     /// faults).
     pub guard: Option<Arc<WriteGuard>>,
@@ -33,13 +38,17 @@ impl VmTrackers {
         fault: FaultSampleConfig,
         sampling: SamplingSettings,
     ) -> Result<Box<dyn AccessTracker>, TrackerBuildError> {
-        kind.build(
-            &self.memory,
-            self.dirty_log.as_ref(),
-            self.guard.as_ref(),
-            fault,
-            sampling,
-        )
+        kind.build(&self.inputs(), fault, sampling)
+    }
+
+    /// What the VM offers its trackers.
+    pub fn inputs(&self) -> TrackerInputs<'_> {
+        TrackerInputs {
+            memory: &self.memory,
+            vm: &self.vm,
+            dirty_log: self.dirty_log.as_ref(),
+            guard: self.guard.as_ref(),
+        }
     }
 
     fn ready(&self, kind: TrackerKind) -> bool {

@@ -265,7 +265,7 @@ fn invalid_policies_are_refused_and_the_old_one_stays() {
     let e = refused(&|p| p.tracker = "a-bits".into());
     assert_eq!(
         e.to_string(),
-        "invalid policy: tracker: unknown tracker 'a-bits' (this VM offers: dirty-log, damon, damon+dirty-log)"
+        "invalid policy: tracker: unknown tracker 'a-bits' (this VM offers: dirty-log, damon, damon+dirty-log, access-log, access-log+dirty-log)"
     );
     // Known, but this VM was not built ready for it.
     refused(&|p| p.tracker = "fault-sample".into());

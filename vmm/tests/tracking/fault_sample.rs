@@ -72,11 +72,7 @@ fn fault_sample_keeps_tracking_while_frames_migrate() {
         (r.batch, r.move_every) = (2, Duration::from_millis(40));
         let o = run(&r);
         assert_tracks(&o.precision, 2);
-        assert!(
-            o.moved_per_phase.len() == 2 && o.moved_per_phase.iter().all(|&m| m > 0),
-            "{migrator:?}: frames moved per phase: {:?}",
-            o.moved_per_phase
-        );
+        o.assert_moved_in_every_phase(&format!("{migrator:?}"));
         let totals = o.totals.unwrap();
         voided += totals.voided;
         assert!(totals.touched > 100, "{totals:?}");

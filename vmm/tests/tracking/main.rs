@@ -4,7 +4,9 @@
 //! reach 0.9 within 3 intervals of the start and of every phase shift,
 //! and hold there (mean ≥ 0.95, no interval below 0.8).
 
+mod access_log;
 mod damon;
 mod dirty_log;
+mod exits;
 mod fault_sample;
 mod rig;

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use access_track::{
-    AccessSample, AccessTracker, DamonTracker, FaultSampleConfig, FaultSampleTracker, SampleBudget,
+    AccessSample, AccessTracker, FaultSampleConfig, FaultSampleTracker, SampleBudget,
     SamplerReport, SamplerTotals, SamplingSettings, TrackerKind,
 };
 use guest_abi::{AccessRange, GpaRange};
@@ -153,8 +153,7 @@ pub struct Run {
     pub move_every: Duration,
     /// Heat half-life in intervals.
     pub half_life: f64,
-    /// The `damon` tracker's budget and aggregation period (the other
-    /// trackers run at their defaults).
+    /// The windowed samplers' and DAMON's budget and period.
     pub sampling: SamplingSettings,
 }
 
@@ -199,6 +198,31 @@ pub struct Outcome {
     pub never_observed: usize,
     /// The tracker's sampler report at the end, if it keeps one.
     pub report: Option<SamplerReport>,
+}
+
+impl Outcome {
+    /// The precisions of the intervals that brought evidence: in the
+    /// emulated host a sampler's reports lag now and then, and an interval
+    /// without one cannot move the ranking (the shift is judged by the
+    /// intervals that could show it).
+    pub fn with_evidence(&self) -> Vec<(u64, usize, f64)> {
+        self.precision
+            .iter()
+            .zip(&self.evidence)
+            .filter(|(_, e)| **e)
+            .map(|(p, _)| *p)
+            .collect()
+    }
+
+    /// Frames moved all along: in both of the guest's phases (how many is
+    /// the scheduler's); `what` names the run in the failure.
+    pub fn assert_moved_in_every_phase(&self, what: &str) {
+        assert!(
+            self.moved_per_phase.len() == 2 && self.moved_per_phase.iter().all(|&m| m > 0),
+            "{what}: frames moved per phase: {:?}",
+            self.moved_per_phase
+        );
+    }
 }
 
 fn overcounted(s: &AccessSample) -> bool {
@@ -443,18 +467,32 @@ pub fn assert_tracks(results: &[(u64, usize, f64)], phases: u64) {
     }
 }
 
+/// Whether the host offers what a test needs (`probe`: `Err` says why
+/// not). Where the environment variable `require` is set (the tiered
+/// host), a refusal panics with the reason; elsewhere the test says why
+/// it is skipped and passes.
+pub fn host_offers(test: &str, require: &str, probe: Result<(), String>) -> bool {
+    match probe {
+        Ok(()) => true,
+        Err(why) if std::env::var_os(require).is_some() => {
+            panic!("{test}: required here ({require}): {why}")
+        }
+        Err(why) => {
+            eprintln!("{test}: skipped: {why} (the tiered host runs it, docs/testing.md)");
+            false
+        }
+    }
+}
+
 /// The tracker `kind` of `vm`: `fault` sets the fault sampler, `sampling`
-/// DAMON's budget and period (the VM builds the others at their defaults).
+/// the windowed samplers' and DAMON's budget and period.
 pub fn tracker_of(
     vm: &Vm,
     kind: TrackerKind,
     fault: FaultSampleConfig,
     sampling: SamplingSettings,
 ) -> Box<dyn AccessTracker> {
-    match kind {
-        TrackerKind::Damon => Box::new(DamonTracker::new(vm.memory().clone(), sampling).unwrap()),
-        kind => vm.tracker(kind, fault).unwrap(),
-    }
+    vm.trackers().tracker(kind, fault, sampling).unwrap()
 }
 
 /// DAMON's budget for `frames` frames: one page of each checked 20 times

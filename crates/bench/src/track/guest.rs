@@ -13,15 +13,14 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 use access_track::{
-    AccessTracker, FaultSampleConfig, KvmDirtyLog, SamplingSettings, TrackerError, TrackerKind,
-    thread_cpu_time,
+    AccessTracker, FaultSampleConfig, SamplingSettings, TrackerError, TrackerKind, thread_cpu_time,
 };
-use guest_memory::migrate::WriteGuard;
-use guest_memory::{BackendSpec, MemoryConfig, Placement, TierSpec, TieredMemory};
+use guest_memory::{BackendSpec, MemoryConfig, Placement, TierSpec};
 use tiering::{HeatError, HeatModel, HeatSettings};
 use vmm::guest_state::{GuestState, PhaseReport};
 use vmm::migration::MigrationConfig;
 use vmm::vm::{PayloadSource, Vm, VmConfig, VmEnd, VmError};
+use vmm::vm_tiering::trackers::VmTrackers;
 
 use super::settings::TrackSettings;
 use super::trackers::TrackerSpec;
@@ -174,9 +173,7 @@ pub(super) fn run_vm<T: Send>(
         .map(|kind| {
             Collector::new(TrackerFactory {
                 kind,
-                memory: vm.memory().clone(),
-                dirty_log: vm.dirty_log().cloned(),
-                guard: vm.guard().cloned(),
+                trackers: vm.trackers().clone(),
             })
         })
         .transpose()?;
@@ -233,18 +230,14 @@ fn collect_loop(
 /// VM (it runs meanwhile).
 pub(super) struct TrackerFactory {
     kind: TrackerKind,
-    memory: Arc<TieredMemory>,
-    dirty_log: Option<KvmDirtyLog>,
-    guard: Option<Arc<WriteGuard>>,
+    trackers: VmTrackers,
 }
 
 impl TrackerFactory {
     fn build(&self) -> Result<Box<dyn AccessTracker>, RunError> {
-        self.kind
-            .build(
-                &self.memory,
-                self.dirty_log.as_ref(),
-                self.guard.as_ref(),
+        self.trackers
+            .tracker(
+                self.kind,
                 FaultSampleConfig::default(),
                 SamplingSettings::default(),
             )

@@ -131,7 +131,11 @@ impl TrackSettings {
             vcpus: VCPUS,
             buffer_bytes: guest / 2,
             workloads: WORKLOADS.map(str::to_owned).to_vec(),
-            trackers: TRACKERS.iter().map(|t| t.name.to_owned()).collect(),
+            trackers: TRACKERS
+                .iter()
+                .filter(|t| t.by_default)
+                .map(|t| t.name.to_owned())
+                .collect(),
             intervals_ms: if quick {
                 QUICK_INTERVALS_MS.to_vec()
             } else {

@@ -1,7 +1,9 @@
 //! The trackers the suite compares, by name: one table ([`TRACKERS`]),
 //! each entry the VMM's tracker kind (which also says what the VM needs:
 //! the dirty log, minor faults on the guard's userfaultfd) or none for the
-//! untracked baseline. Trackers run at their default settings.
+//! untracked baseline. Trackers run at their default settings. The
+//! trackers that need something of the host kernel (`damon`, `access-log`)
+//! run only when named (`--tracker`): a default run works on any host.
 
 use access_track::TrackerKind;
 
@@ -12,6 +14,8 @@ pub struct TrackerSpec {
     pub name: &'static str,
     /// The VMM's tracker; `None` for the untracked baseline.
     pub kind: Option<TrackerKind>,
+    /// Whether a run that names no tracker runs it.
+    pub by_default: bool,
 }
 
 /// Name of the untracked baseline.
@@ -22,23 +26,43 @@ pub static TRACKERS: &[TrackerSpec] = &[
     TrackerSpec {
         name: NONE,
         kind: None,
+        by_default: true,
     },
     TrackerSpec {
         name: "dirty-log",
         kind: Some(TrackerKind::DirtyLog),
+        by_default: true,
     },
     TrackerSpec {
         name: "fault-sample",
         kind: Some(TrackerKind::FaultSample),
+        by_default: true,
     },
     TrackerSpec {
         name: "combined",
         kind: Some(TrackerKind::Combined),
+        by_default: true,
+    },
+    TrackerSpec {
+        name: "damon",
+        kind: Some(TrackerKind::Damon),
+        by_default: false,
+    },
+    TrackerSpec {
+        name: "access-log",
+        kind: Some(TrackerKind::AccessLog),
+        by_default: false,
     },
 ];
 
 /// The names of the trackers (the baseline left out), for messages.
-pub const TRACKER_NAMES: [&str; 3] = ["dirty-log", "fault-sample", "combined"];
+pub const TRACKER_NAMES: [&str; 5] = [
+    "dirty-log",
+    "fault-sample",
+    "combined",
+    "damon",
+    "access-log",
+];
 
 /// The tracker called `name`, if the suite knows it.
 pub fn tracker(name: &str) -> Option<&'static TrackerSpec> {

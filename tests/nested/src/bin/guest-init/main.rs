@@ -87,8 +87,13 @@ fn run(pid1: bool) -> Result<bool, InitError> {
         seconds,
         threads,
         cpus,
+        read_rounds,
+        hot_mib,
     } = settings;
-    say!("start mib={mib} threads={threads} seconds={seconds} cpus={cpus}");
+    say!(
+        "start mib={mib} threads={threads} seconds={seconds} cpus={cpus} \
+         read-rounds={read_rounds} hot-mib={hot_mib}"
+    );
     let started = Instant::now();
     let reports = workload::run_workload(&settings, &STOP)?;
     let elapsed = started.elapsed().as_secs_f64();

@@ -4,6 +4,8 @@
 const MAX_SECONDS: u64 = 24 * 3600;
 /// Most worker threads accepted.
 const MAX_THREADS: usize = 1024;
+/// Most check-only sweeps per write round.
+const MAX_READ_ROUNDS: u64 = 1000;
 /// Run length when `guest.seconds` is not given.
 const DEFAULT_SECONDS: u64 = 20;
 
@@ -18,6 +20,8 @@ pub enum SettingsError {
     NoMemTotal,
     #[error("guest.mib={mib} does not fit in {total_mib} MiB of memory")]
     TooLarge { mib: u64, total_mib: u64 },
+    #[error("guest.hot-mib={hot_mib} is more than guest.mib={mib}")]
+    HotTooLarge { hot_mib: u64, mib: u64 },
 }
 
 /// Settings given on the command line; `None` means "use the default".
@@ -26,6 +30,8 @@ pub struct Overrides {
     pub mib: Option<u64>,
     pub seconds: Option<u64>,
     pub threads: Option<usize>,
+    pub read_rounds: Option<u64>,
+    pub hot_mib: Option<u64>,
 }
 
 /// What the workload runs with.
@@ -39,6 +45,12 @@ pub struct Settings {
     pub threads: usize,
     /// Online CPUs; thread `i` is pinned to CPU `i % cpus`.
     pub cpus: usize,
+    /// Check-only sweeps of the hot part after each write round: a
+    /// read-mostly workload whose hot part only reads show (0: none).
+    pub read_rounds: u64,
+    /// The hot part, MiB of the buffer (split over the threads' shares,
+    /// each share's first part); the whole buffer when 0.
+    pub hot_mib: u64,
 }
 
 /// Parses the `guest.*` keys of a kernel command line; other words are left to the kernel.
@@ -60,6 +72,11 @@ pub fn parse_cmdline(cmdline: &str) -> Result<Overrides, SettingsError> {
                 let seconds = value.parse().ok().filter(|&s| s <= MAX_SECONDS);
                 overrides.seconds = Some(seconds.ok_or_else(bad)?);
             }
+            "read-rounds" => {
+                let rounds = value.parse().ok().filter(|&r| r <= MAX_READ_ROUNDS);
+                overrides.read_rounds = Some(rounds.ok_or_else(bad)?);
+            }
+            "hot-mib" => overrides.hot_mib = Some(value.parse().ok().ok_or_else(bad)?),
             "threads" => {
                 let threads = value.parse().ok().filter(|t| (1..=MAX_THREADS).contains(t));
                 overrides.threads = Some(threads.ok_or_else(bad)?);
@@ -91,12 +108,18 @@ pub fn resolve(
     if mib == 0 || mib >= total_mib {
         return Err(SettingsError::TooLarge { mib, total_mib });
     }
+    let hot_mib = overrides.hot_mib.unwrap_or(0);
+    if hot_mib > mib {
+        return Err(SettingsError::HotTooLarge { hot_mib, mib });
+    }
     let cpus = cpus.max(1);
     Ok(Settings {
         mib,
         seconds: overrides.seconds.unwrap_or(DEFAULT_SECONDS),
         threads: overrides.threads.unwrap_or(cpus),
         cpus,
+        read_rounds: overrides.read_rounds.unwrap_or(0),
+        hot_mib,
     })
 }
 
@@ -106,12 +129,17 @@ mod tests {
 
     #[test]
     fn guest_keys_are_parsed_and_other_words_ignored() {
-        let o = parse_cmdline("console=ttyS0 guest.mib=64 quiet guest.seconds=0 guest.threads=3\n")
-            .unwrap();
+        let o = parse_cmdline(
+            "console=ttyS0 guest.mib=64 quiet guest.seconds=0 guest.threads=3 \
+             guest.read-rounds=4 guest.hot-mib=16\n",
+        )
+        .unwrap();
         let expected = Overrides {
             mib: Some(64),
             seconds: Some(0),
             threads: Some(3),
+            read_rounds: Some(4),
+            hot_mib: Some(16),
         };
         assert_eq!(o, expected);
         assert_eq!(
@@ -134,6 +162,8 @@ mod tests {
             "guest.threads=99999",
             "guest.seconds=-1",
             "guest.seconds=999999",
+            "guest.read-rounds=1001",
+            "guest.hot-mib=x",
         ];
         for word in bad {
             let err = parse_cmdline(word).unwrap_err();
@@ -159,8 +189,19 @@ mod tests {
             seconds: 20,
             threads: 2,
             cpus: 2,
+            read_rounds: 0,
+            hot_mib: 0,
         };
         assert_eq!(s, expected);
+        let hot = Overrides {
+            mib: Some(64),
+            hot_mib: Some(65),
+            ..Overrides::default()
+        };
+        assert!(matches!(
+            resolve(&hot, kib, 2),
+            Err(SettingsError::HotTooLarge { .. })
+        ));
         let too_large = Overrides {
             mib: Some(300),
             ..Overrides::default()

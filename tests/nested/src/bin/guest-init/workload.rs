@@ -89,12 +89,14 @@ fn pin_to_cpu(cpu: usize) {
 }
 
 /// One worker: round 1 writes, later rounds check the previous round and rewrite until the
-/// deadline or `stop` (at least two rounds), then a final check. Stops after a sweep with
-/// mismatches and prints the kept ones.
+/// deadline or `stop` (at least two rounds), then a final check. After each write round it
+/// checks the first `hot_words` of its share `read_rounds` times (reads only). Stops after a
+/// sweep with mismatches and prints the kept ones.
 fn worker(
     index: usize,
     words: &mut [u64],
     base: u64,
+    (read_rounds, hot_words): (u64, usize),
     deadline: Instant,
     stop: &AtomicBool,
 ) -> ThreadReport {
@@ -108,7 +110,18 @@ fn worker(
             check: previous,
             write: Some(key),
         };
-        let failed = sweep(words, base, step, &mut mismatches) > 0;
+        let mut failed = sweep(words, base, step, &mut mismatches) > 0;
+        let hot = hot_words.min(words.len());
+        for _ in 0..read_rounds {
+            if failed || stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let read = Sweep {
+                check: Some(key),
+                write: None,
+            };
+            failed = sweep(&mut words[..hot], base, read, &mut mismatches) > 0;
+        }
         rounds += 1;
         previous = Some(key);
         let over = Instant::now() >= deadline || stop.load(Ordering::SeqCst);
@@ -152,6 +165,11 @@ pub fn run_workload(
     let deadline = Instant::now() + Duration::from_secs(settings.seconds);
     let mut rest = mapping.words();
     let shares = split_shares(rest.len(), settings.threads);
+    let hot_words = match settings.hot_mib {
+        0 => usize::MAX,
+        mib => usize::try_from((mib << 20) / 8).unwrap_or(usize::MAX) / settings.threads.max(1),
+    };
+    let reads = (settings.read_rounds, hot_words);
     thread::scope(|scope| {
         let mut handles = Vec::with_capacity(shares.len());
         for (index, share) in shares.into_iter().enumerate() {
@@ -163,7 +181,7 @@ pub fn run_workload(
                 .name(format!("guest-worker-{index}"))
                 .spawn_scoped(scope, move || {
                     pin_to_cpu(cpu);
-                    worker(index, words, base, deadline, stop)
+                    worker(index, words, base, reads, deadline, stop)
                 })
                 .map_err(WorkloadError::Spawn)?;
             handles.push(handle);
@@ -186,6 +204,8 @@ mod tests {
             seconds: 0,
             threads: 3,
             cpus: 2,
+            read_rounds: 2,
+            hot_mib: 1,
         };
         let reports = run_workload(&settings, &AtomicBool::new(false)).unwrap();
         assert_eq!(reports.len(), 3);
