@@ -151,48 +151,21 @@ impl KvmAccessLog {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use super::*;
 
-    /// The `#define`s of the kernel side's header, by name.
-    fn header_defines() -> HashMap<String, String> {
-        let path = concat!(
+    use crate::uapi_defines;
+    /// The `#define`s of the kernel side's header.
+    fn header_defines() -> std::collections::HashMap<String, String> {
+        uapi_defines::defines(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../host-kernel/kvm-access-log/include/uapi/linux/kvm_access_log.h"
-        );
-        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        text.lines()
-            .filter_map(|l| l.trim().strip_prefix("#define "))
-            .filter_map(|l| {
-                let (name, value) = l.split_once(char::is_whitespace)?;
-                let value = value.split("/*").next().unwrap_or_default();
-                Some((name.to_owned(), value.trim().to_owned()))
-            })
-            .collect()
+        ))
     }
 
     #[test]
     fn constants_match_the_kernel_header() {
         let defines = header_defines();
-        let number = |name: &str| -> u64 {
-            let v = defines
-                .get(name)
-                .unwrap_or_else(|| panic!("{name} not in the header: {defines:?}"));
-            let v = v.trim_start_matches('(').trim_end_matches(')');
-            let int = |s: &str| -> u64 {
-                let s = s.trim().trim_end_matches(['U', 'L', 'u', 'l']);
-                match s.strip_prefix("0x") {
-                    Some(hex) => u64::from_str_radix(hex, 16).unwrap(),
-                    None => s.parse().unwrap(),
-                }
-            };
-            // "N" or "(A << B)".
-            match v.split_once("<<") {
-                Some((a, b)) => int(a) << int(b),
-                None => int(v),
-            }
-        };
+        let number = |name: &str| uapi_defines::number(&defines, name);
         assert_eq!(
             number("KVM_CAP_TIERVISOR_ACCESS_LOG"),
             KVM_CAP_TIERVISOR_ACCESS_LOG

@@ -45,6 +45,11 @@ mod sampling_settings;
 mod stoppable;
 mod window_sampler;
 mod xorshift;
+// The uapi header parser the ABI tests share with the other host-kernel
+// clients (one file, outside any crate).
+#[cfg(test)]
+#[path = "../../../host-kernel/rust/uapi_defines.rs"]
+mod uapi_defines;
 mod zap;
 
 pub use access_log_tracker::{AccessLogTracker, AccessLogTrackerError};

@@ -10,10 +10,8 @@ use thiserror::Error;
 use crate::copy_engine::CopyEngine;
 use crate::cpu::CpuCopy;
 use crate::error::CopyError;
+use crate::kernel::{KernelCopy, KernelMode};
 use crate::threaded::{PoolError, ThreadedConfig, ThreadedCopy, default_workers};
-
-/// Path of the host-kernel copy offload device (see `host-kernel/`).
-pub const KERNEL_DEVICE: &str = "/dev/tiercopy";
 
 /// Which copy engine to use.
 ///
@@ -30,16 +28,21 @@ pub enum EngineSpec {
         /// Pin pool threads to CPUs.
         pin: bool,
     },
-    /// The host-kernel offload device.
-    Kernel,
+    /// The host-kernel offload device, with its back end.
+    Kernel(KernelMode),
 }
 
 /// Why an engine spec string was rejected.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum SpecError {
     /// The engine name is not `cpu`, `threads` or `kernel`.
-    #[error("unknown copy engine {0:?} (expected cpu, threads[:N[:pin]] or kernel)")]
+    #[error(
+        "unknown copy engine {0:?} (expected cpu, threads[:N[:pin]] or kernel[:auto|:threads|:dma])"
+    )]
     UnknownEngine(String),
+    /// Something other than a back end after `kernel:`.
+    #[error("unknown kernel copy back end {0:?} (expected auto, threads or dma)")]
+    UnknownKernelMode(String),
     /// The worker count is not a number.
     #[error("bad worker count {text:?}")]
     BadWorkers {
@@ -73,20 +76,25 @@ impl FromStr for EngineSpec {
         let name = fields.next().unwrap_or_default();
         let rest: Vec<&str> = fields.collect();
         match name {
-            "cpu" | "kernel" => {
+            "cpu" => {
                 if !rest.is_empty() {
-                    let engine = if name == "cpu" { "cpu" } else { "kernel" };
                     return Err(SpecError::UnexpectedOptions {
-                        engine,
+                        engine: "cpu",
                         spec: spec.to_owned(),
                     });
                 }
-                Ok(if name == "cpu" {
-                    EngineSpec::Cpu
-                } else {
-                    EngineSpec::Kernel
-                })
+                Ok(EngineSpec::Cpu)
             }
+            "kernel" => match rest.as_slice() {
+                [] | ["auto"] => Ok(EngineSpec::Kernel(KernelMode::Auto)),
+                ["threads"] => Ok(EngineSpec::Kernel(KernelMode::Threads)),
+                ["dma"] => Ok(EngineSpec::Kernel(KernelMode::Dma)),
+                [other] => Err(SpecError::UnknownKernelMode((*other).to_owned())),
+                _ => Err(SpecError::UnexpectedOptions {
+                    engine: "kernel",
+                    spec: spec.to_owned(),
+                }),
+            },
             "threads" => parse_threads(spec, &rest),
             _ => Err(SpecError::UnknownEngine(spec.to_owned())),
         }
@@ -137,7 +145,8 @@ impl fmt::Display for EngineSpec {
                 }
                 Ok(())
             }
-            EngineSpec::Kernel => f.write_str("kernel"),
+            EngineSpec::Kernel(KernelMode::Auto) => f.write_str("kernel"),
+            EngineSpec::Kernel(mode) => write!(f, "kernel:{}", mode.name()),
         }
     }
 }
@@ -145,8 +154,8 @@ impl fmt::Display for EngineSpec {
 /// Builds the engine `spec` names, with the default `CopyMode` and chunk
 /// size.
 ///
-/// `Kernel` fails with `CopyError::Unavailable` until the offload driver
-/// lands; callers fall back to a CPU engine.
+/// `Kernel` opens the offload device: where it is absent (the module not
+/// loaded) that is `CopyError::Unavailable`, saying what to load.
 pub fn engine_from_spec(spec: &EngineSpec) -> Result<Box<dyn CopyEngine>, CopyError> {
     match *spec {
         EngineSpec::Cpu => Ok(Box::new(CpuCopy::default())),
@@ -160,8 +169,6 @@ pub fn engine_from_spec(spec: &EngineSpec) -> Result<Box<dyn CopyEngine>, CopyEr
             };
             Ok(Box::new(ThreadedCopy::new(config)?))
         }
-        EngineSpec::Kernel => Err(CopyError::Unavailable(format!(
-            "kernel offload device {KERNEL_DEVICE} not present"
-        ))),
+        EngineSpec::Kernel(mode) => Ok(Box::new(KernelCopy::new(mode)?)),
     }
 }

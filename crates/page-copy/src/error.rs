@@ -26,4 +26,26 @@ pub enum CopyError {
     /// The requested engine does not exist on this host.
     #[error("copy engine unavailable: {0}")]
     Unavailable(String),
+    /// The kernel offload device exists but could not be opened.
+    #[error("kernel copy engine: opening {path}")]
+    KernelOpen {
+        /// The device.
+        path: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The kernel refused a batch as a whole; nothing of it was copied.
+    #[error("kernel copy engine: batch refused")]
+    KernelBatch(#[source] std::io::Error),
+    /// The kernel could not copy one range (a bad address, DMA and CPU
+    /// both failing); the batch's destinations are unspecified.
+    #[error("kernel copy engine: range {index} failed")]
+    KernelRange {
+        /// Index of the range in the batch.
+        index: usize,
+        /// The kernel's errno for it.
+        #[source]
+        source: std::io::Error,
+    },
 }

@@ -5,8 +5,10 @@
 //! * [`CpuCopy`] — one thread, the baseline;
 //! * [`ThreadedCopy`] — a persistent pool; batches are cut into chunks so
 //!   that even one 2 MiB frame uses every thread;
-//! * `kernel` — the host-kernel offload device, not available yet
-//!   ([`engine_from_spec`] reports [`CopyError::Unavailable`]).
+//! * [`KernelCopy`] — the host-kernel offload (`/dev/tiercopy`,
+//!   `host-kernel/tiercopy`): kernel threads or DMA engine channels; where
+//!   the module is not loaded [`engine_from_spec`] reports
+//!   [`CopyError::Unavailable`] saying what to load.
 //!
 //! Every engine validates a batch (null pointers, wrap-around, overlaps)
 //! before touching memory and reports what it did in [`CopyStats`].
@@ -30,17 +32,27 @@ mod copy_engine;
 mod cpu;
 mod engine_spec;
 mod error;
+mod kernel;
 mod mode;
 mod nontemporal;
 mod plan;
 mod range;
 mod stats;
 mod threaded;
+// The uapi header parser the ABI tests share with the other host-kernel
+// clients (one file, outside any crate).
+#[cfg(test)]
+#[path = "../../../host-kernel/rust/uapi_defines.rs"]
+mod uapi_defines;
 
 pub use copy_engine::CopyEngine;
 pub use cpu::CpuCopy;
-pub use engine_spec::{EngineSpec, KERNEL_DEVICE, SpecError, engine_from_spec};
+pub use engine_spec::{EngineSpec, SpecError, engine_from_spec};
 pub use error::CopyError;
+pub use kernel::{
+    KERNEL_DEVICE, KernelCopy, KernelMode, TIERCOPY_ABI_VERSION, TIERCOPY_IOC_COPY,
+    TIERCOPY_MAX_BATCH_BYTES, TIERCOPY_MAX_RANGES, TiercopyBatch, TiercopyRange,
+};
 pub use mode::CopyMode;
 pub use range::{CopyRange, RangeError, Side};
 pub use stats::CopyStats;

@@ -1,8 +1,12 @@
 //! The engines the copy suite measures: `cpu` and `threads:K` for every K
-//! from 1 to the CPU count, `threads:N:pin`, each with both copy modes.
+//! from 1 to the CPU count, `threads:N:pin`, each with both copy modes;
+//! and where the host-kernel offload device exists (`/dev/tiercopy`),
+//! `kernel:threads`, `kernel:dma` and `kernel:auto` (the module copies its
+//! own way: one entry each).
 
 use page_copy::{
-    CopyEngine, CopyMode, CpuCopy, EngineSpec, PoolError, ThreadedConfig, ThreadedCopy,
+    CopyEngine, CopyMode, CpuCopy, EngineSpec, KernelCopy, KernelMode, PoolError, ThreadedConfig,
+    ThreadedCopy,
 };
 
 /// Both copy modes, memcpy first.
@@ -24,7 +28,7 @@ impl EngineUnderTest {
     pub fn threads(&self) -> usize {
         match self.spec {
             EngineSpec::Threads { workers, .. } => workers,
-            EngineSpec::Cpu | EngineSpec::Kernel => 1,
+            EngineSpec::Cpu | EngineSpec::Kernel(_) => 1,
         }
     }
 
@@ -51,7 +55,8 @@ pub fn specs(max_threads: usize) -> Vec<EngineSpec> {
 }
 
 /// Starts every engine of `specs(max_threads)` in both modes, grouped by
-/// spec (memcpy, then non-temporal).
+/// spec (memcpy, then non-temporal), then the kernel engines where the
+/// offload device opens.
 pub fn start_all(max_threads: usize) -> Result<Vec<EngineUnderTest>, PoolError> {
     let mut engines = Vec::new();
     for spec in specs(max_threads) {
@@ -63,12 +68,28 @@ pub fn start_all(max_threads: usize) -> Result<Vec<EngineUnderTest>, PoolError> 
             });
         }
     }
+    engines.extend(kernel_engines());
     Ok(engines)
 }
 
-/// Builds the engine `spec` names with copy mode `mode` (the threaded
-/// engine keeps its default chunk size). `kernel` is not measured: the
-/// offload device does not exist yet.
+/// The kernel engines, where `/dev/tiercopy` opens (none elsewhere).
+fn kernel_engines() -> Vec<EngineUnderTest> {
+    [KernelMode::Threads, KernelMode::Dma, KernelMode::Auto]
+        .into_iter()
+        .filter_map(|m| {
+            let engine = KernelCopy::new(m).ok()?;
+            Some(EngineUnderTest {
+                spec: EngineSpec::Kernel(m),
+                mode: CopyMode::Memcpy,
+                engine: Box::new(engine),
+            })
+        })
+        .collect()
+}
+
+/// Builds the user-space engine `spec` names with copy mode `mode` (the
+/// threaded engine keeps its default chunk size); `kernel` specs are
+/// built by [`kernel_engines`] and never reach here.
 fn build(spec: EngineSpec, mode: CopyMode) -> Result<Box<dyn CopyEngine>, PoolError> {
     Ok(match spec {
         EngineSpec::Threads { workers, pin } => Box::new(ThreadedCopy::new(ThreadedConfig {
@@ -76,7 +97,7 @@ fn build(spec: EngineSpec, mode: CopyMode) -> Result<Box<dyn CopyEngine>, PoolEr
             mode,
             ..ThreadedConfig::with_workers(workers)
         })?),
-        EngineSpec::Cpu | EngineSpec::Kernel => Box::new(CpuCopy::new(mode)),
+        EngineSpec::Cpu | EngineSpec::Kernel(_) => Box::new(CpuCopy::new(mode)),
     })
 }
 
