@@ -75,7 +75,7 @@ fn hot_frames_follow_the_hot_set_into_the_fast_tier() {
 fn a_stable_workload_stops_moving_frames() {
     let _one = alone();
     let cfg = config(
-        &format!("{HOTSET},phases=1,seconds=20"),
+        &format!("{HOTSET},phases=1,seconds=70"),
         QUOTA,
         TieringPolicy::with_quota(QUOTA),
     );
@@ -89,9 +89,9 @@ fn a_stable_workload_stops_moving_frames() {
     // Well under a second on a quiet host: the bound leaves the rest of
     // the phase to judge, however busy the host.
     assert!(converged.at < 10.0, "converged late: {converged:?}");
-    // From 2 s after convergence to the phase's end (the ring holds the
-    // last 300 intervals: all of them here), timed by the intervals' own
-    // clock, not by their count.
+    // From 2 s after convergence to the phase's end, as far back as the
+    // ring reaches (the last 300 intervals: about the last minute here),
+    // timed by the intervals' own clock, not by their count.
     let phase_start_ms =
         stats.recent.last().unwrap().at_ms as f64 - samples.last().unwrap().at * 1000.0;
     let from_ms = phase_start_ms + (converged.at + 2.0) * 1000.0;
@@ -104,7 +104,12 @@ fn a_stable_workload_stops_moving_frames() {
         (Some(a), Some(b)) => (b.at_ms - a.at_ms) as f64 / 1000.0,
         _ => 0.0,
     };
-    assert!(seconds >= 6.0, "window of {seconds} s");
+    // The bound is a rate per minute, judged over a minute: the engine's
+    // significance test admits a rare exchange on noise (the do-no-harm
+    // runs saw one frame pair in 20), and in the 18 s window of a 20 s
+    // phase that one pair read as 2.6 % of frames per minute (CI,
+    // 2026-11-27). Churn is repeated moves, which a minute shows.
+    assert!(seconds >= 55.0, "window of {seconds} s");
     let moved: usize = window.iter().map(|r| r.promoted + r.demoted).sum();
     let frames = vm.memory().frame_count() as f64;
     let per_minute = moved as f64 * 60.0 / seconds / frames;
