@@ -141,6 +141,10 @@ impl WindowClock for RealClock<'_> {
         self.start.elapsed()
     }
 
+    fn now(&mut self) -> Duration {
+        self.start.elapsed()
+    }
+
     fn peeked(&mut self, credits: &mut Vec<Credit>) {
         let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
         shared

@@ -6,6 +6,9 @@
 //! are touched (frequency), not just whether they were. An armed page
 //! costs the guest its fault whenever it is first written before the
 //! re-arm, so the whole period is evidence, not only its first window.
+//! Looks are timed from each page's own arming (pages are armed
+//! [`ARM_CHUNK`] to a call) to when a peek's read returned, so a sampler
+//! the host preempts does not date late reads early.
 //!
 //! The pages looked at stay the same through an aggregation (about
 //! [`AGGREGATION`]); then the regions adapt and new pages are picked.
@@ -81,6 +84,9 @@ pub trait WindowClock {
     /// reached (later on a busy host; earlier when the sampler stops).
     fn wait_until(&mut self, offset: Duration) -> Duration;
 
+    /// The offset after the start now, without waiting.
+    fn now(&mut self) -> Duration;
+
     /// A peek credited its pages: a clock that hands the evidence on
     /// drains `credits`; what it leaves stays for
     /// [`WindowSampler::take_counts`].
@@ -92,6 +98,13 @@ pub trait WindowClock {
 /// Most peeks a window makes at one look per window length; after them
 /// the offsets double.
 const LINEAR_PEEKS: u32 = 4;
+
+/// Pages armed per probe call: each call's pages are dated to its middle,
+/// so a sampler preempted while arming dates the pages it armed before
+/// to then, not to when arming ended. Each call costs the dirty log a
+/// `KVM_CLEAR_DIRTY_LOG` (a TLB flush): about seven a window at the
+/// default budget.
+const ARM_CHUNK: usize = 256;
 
 /// When a window peeks at its pages: after 1, 2, .., [`LINEAR_PEEKS`]
 /// window lengths, then at doubling offsets, and last at the period's end
@@ -217,6 +230,8 @@ pub struct WindowSampler {
     rng: XorShift,
     window: Duration,
     picks: Vec<u64>,
+    /// Per pick, when it was armed (offset from the window's start).
+    armed_at: Vec<Duration>,
     /// Per pick, at the peek running: the looks credited and whether it
     /// was hit; and the looks credited to it so far this window.
     looks: Vec<u32>,
@@ -267,6 +282,7 @@ impl WindowSampler {
             rng: XorShift::new(seed),
             window,
             picks: Vec::new(),
+            armed_at: Vec::new(),
             looks: Vec::new(),
             hit: Vec::new(),
             credited: Vec::new(),
@@ -302,13 +318,15 @@ impl WindowSampler {
         self.report
     }
 
-    /// Runs one window: arms a page per region, then peeks at the pages
-    /// not yet seen touched at growing offsets ([`peek_offsets`]) until
-    /// the next window's start, waiting on `clock` in between (the
-    /// sampler thread sleeps; tests let a simulated guest run). After
-    /// each peek every page still watched is credited the looks (of the
-    /// window's length) since its last credit, a page first seen touched
-    /// its looks up to the first touch ([`looks_until`]) and the hit, and
+    /// Runs one window: arms a page per region (timing each call), then
+    /// peeks at the pages not yet seen touched at growing offsets
+    /// ([`peek_offsets`]) until the next window's start, waiting on
+    /// `clock` in between (the sampler thread sleeps; tests let a
+    /// simulated guest run). After each peek every page still watched is
+    /// credited the looks (of the window's length) since its last credit,
+    /// counted from its arming to the peek's start, a page first seen
+    /// touched its looks up to the first touch ([`looks_until`], to the
+    /// peek's end) and the hit, and
     /// the clock is handed the credits ([`WindowClock::peeked`]), so the
     /// evidence is out within a peek of being seen, not a period. Every
     /// aggregation (about [`AGGREGATION`]) the regions and the window
@@ -322,8 +340,15 @@ impl WindowSampler {
         if self.report.windows % self.aggregation == 0 || self.picks.is_empty() {
             self.regions.pick(&mut self.rng, &mut self.picks);
         }
-        probe.arm(&self.picks)?;
         clock.start();
+        self.armed_at.clear();
+        for chunk in self.picks.chunks(ARM_CHUNK) {
+            let from = clock.now();
+            probe.arm(chunk)?;
+            let to = clock.now().max(from);
+            let at = from + (to - from) / 2;
+            self.armed_at.extend(std::iter::repeat_n(at, chunk.len()));
+        }
         let n = self.picks.len();
         self.credited.clear();
         self.credited.resize(n, 0);
@@ -331,29 +356,41 @@ impl WindowSampler {
         self.open.extend(0..n);
         self.report.windows += 1;
         self.report.armed_pages += n as u64;
+        // Each page's looks count from its own arming. A peek reads the
+        // pages some time during the probe call: a page it finds
+        // untouched was untouched when the call began, one it finds
+        // touched was touched by the time the call returned (a call the
+        // host preempted is long, and dating its touches to its start
+        // made a frame's pages look hit in their first look).
         let mut before = Duration::ZERO;
         for offset in peek_offsets(self.window, self.settings.period()) {
-            let at = clock.wait_until(offset).max(before);
+            let from = clock.wait_until(offset).max(before);
             self.open_pages.clear();
             self.open_pages
                 .extend(self.open.iter().map(|&i| self.picks[i]));
             self.touched.clear();
             self.touched.resize(self.open.len(), false);
             probe.touched(&self.open_pages, &mut self.touched)?;
+            let to = clock.now().max(from);
             self.looks.clear();
             self.looks.resize(n, 0);
             self.hit.clear();
             self.hit.resize(n, false);
-            let to_hit = looks_until(before, at, self.window);
-            let missed = full_looks(at, self.window);
             let mut still = 0;
             for k in 0..self.open.len() {
                 let i = self.open[k];
+                let armed = self.armed_at[i];
                 if self.touched[k] {
+                    let to_hit = looks_until(
+                        before.saturating_sub(armed),
+                        to.saturating_sub(armed),
+                        self.window,
+                    );
                     // At least the look that hit.
                     self.looks[i] = to_hit.saturating_sub(self.credited[i]).max(1);
                     self.hit[i] = true;
                 } else {
+                    let missed = full_looks(from.saturating_sub(armed), self.window);
                     self.looks[i] = missed.saturating_sub(self.credited[i]);
                     self.credited[i] += self.looks[i];
                     self.open[still] = i;
@@ -363,7 +400,7 @@ impl WindowSampler {
             self.open.truncate(still);
             self.credit();
             clock.peeked(&mut self.credits);
-            before = at;
+            before = from;
             if self.open.is_empty() {
                 break;
             }
@@ -475,11 +512,15 @@ mod tests {
     struct SimulatedGuest {
         rate_per_ms: Vec<f64>,
         pages_per_frame: u64,
-        /// The offset since the pages were armed, set by the clock.
+        /// The offset since the window's start, set by the clock.
         now: Rc<Cell<Duration>>,
+        /// Windows the clock started, and the last one this guest armed in.
+        starts: Rc<Cell<u64>>,
+        armed_in: u64,
         rng: XorShift,
         armed_per_window: Vec<usize>,
-        /// When each armed page is first touched, in ms after arming.
+        /// When each armed page is first touched, in ms after the window's
+        /// start.
         first_touch: HashMap<u64, f64>,
     }
 
@@ -489,6 +530,8 @@ mod tests {
                 rate_per_ms,
                 pages_per_frame: 512,
                 now: Rc::new(Cell::new(Duration::ZERO)),
+                starts: Rc::new(Cell::new(0)),
+                armed_in: 0,
                 rng: XorShift::new(3),
                 armed_per_window: Vec::new(),
                 first_touch: HashMap::new(),
@@ -496,7 +539,10 @@ mod tests {
         }
 
         fn clock(&self) -> SimulatedClock {
-            SimulatedClock(self.now.clone())
+            SimulatedClock {
+                now: self.now.clone(),
+                starts: self.starts.clone(),
+            }
         }
     }
 
@@ -504,14 +550,22 @@ mod tests {
         type Error = Infallible;
 
         fn arm(&mut self, pages: &[u64]) -> Result<(), Infallible> {
-            self.armed_per_window.push(pages.len());
-            self.first_touch.clear();
+            // The sampler arms a window's pages in several calls.
+            if self.armed_in != self.starts.get() {
+                self.armed_in = self.starts.get();
+                self.armed_per_window.push(0);
+                self.first_touch.clear();
+            }
+            if let Some(last) = self.armed_per_window.last_mut() {
+                *last += pages.len();
+            }
+            let armed_ms = self.now.get().as_secs_f64() * 1000.0;
             for &p in pages {
                 let rate = self.rate_per_ms[(p / self.pages_per_frame) as usize];
                 // Inverse transform: −ln(U) / rate, U uniform in (0, 1].
                 let u = (self.rng.below(1 << 20) + 1) as f64 / f64::from(1 << 20);
                 let at = if rate > 0.0 {
-                    -u.ln() / rate
+                    armed_ms - u.ln() / rate
                 } else {
                     f64::INFINITY
                 };
@@ -529,17 +583,27 @@ mod tests {
         }
     }
 
-    /// The simulated guest's clock: waits take no time.
-    struct SimulatedClock(Rc<Cell<Duration>>);
+    /// The simulated guest's clock: waits take no time, nor does
+    /// arming or peeking.
+    struct SimulatedClock {
+        now: Rc<Cell<Duration>>,
+        starts: Rc<Cell<u64>>,
+    }
 
     impl WindowClock for SimulatedClock {
         fn start(&mut self) {
-            self.0.set(Duration::ZERO);
+            self.now.set(Duration::ZERO);
+            self.starts.set(self.starts.get() + 1);
         }
 
         fn wait_until(&mut self, offset: Duration) -> Duration {
-            self.0.set(offset);
-            offset
+            let reached = offset.max(self.now.get());
+            self.now.set(reached);
+            reached
+        }
+
+        fn now(&mut self) -> Duration {
+            self.now.get()
         }
     }
 
@@ -750,9 +814,12 @@ mod tests {
             fn wait_until(&mut self, offset: Duration) -> Duration {
                 self.inner.wait_until(offset)
             }
+            fn now(&mut self) -> Duration {
+                self.inner.now()
+            }
             fn peeked(&mut self, credits: &mut Vec<Credit>) {
                 self.taken
-                    .push((self.inner.0.get(), std::mem::take(credits)));
+                    .push((self.inner.now.get(), std::mem::take(credits)));
             }
         }
         let rates: Vec<f64> = (0..256).map(|f| if f < 32 { 10.0 } else { 0.0 }).collect();
@@ -781,6 +848,69 @@ mod tests {
             r.hits
         );
         assert_eq!(s.take_counts(), FrameCounts::new(256));
+    }
+
+    #[test]
+    fn a_preempted_sampler_does_not_make_pages_look_hot() {
+        // The host preempts the sampler for 30 ms after its first arm
+        // call of each window and inside every peek (the probe reads the
+        // pages as the call returns). Pages touched 20 times a second
+        // under a pinned 5 ms window must still show 1 − e^(−λw) = 9.5 %
+        // hits per look: dating the touches a slow peek finds to when it
+        // began, or the pages' looks to when arming ended, credited half
+        // the pages a single look (a hit ratio near 30 %), which made
+        // equally cold frames look several times hotter than the rest and
+        // swap places with them.
+        struct Preempted {
+            guest: SimulatedGuest,
+            delay: Duration,
+            arms: u64,
+        }
+        impl Preempted {
+            fn stall(&self) {
+                let now = self.guest.now.get();
+                self.guest.now.set(now + self.delay);
+            }
+        }
+        impl PageProbe for Preempted {
+            type Error = Infallible;
+            fn arm(&mut self, pages: &[u64]) -> Result<(), Infallible> {
+                self.guest.arm(pages)?;
+                if self.arms != self.guest.starts.get() {
+                    self.arms = self.guest.starts.get();
+                    self.stall();
+                }
+                Ok(())
+            }
+            fn touched(&mut self, pages: &[u64], touched: &mut [bool]) -> Result<(), Infallible> {
+                self.stall();
+                self.guest.touched(pages, touched)
+            }
+        }
+        let pinned = SamplingSettings {
+            budget_pages_per_sec: 16_384,
+            window_period_us: 100_000,
+            min_window_us: 5_000,
+            max_window_us: 5_000,
+        };
+        let guest = SimulatedGuest::new(vec![0.02; 256]);
+        let mut clock = guest.clock();
+        let mut probe = Preempted {
+            guest,
+            delay: Duration::from_millis(30),
+            arms: 0,
+        };
+        let mut s = WindowSampler::new(256, 512, pinned, 1);
+        for _ in 0..100 {
+            s.run_window(&mut probe, &mut clock).unwrap();
+        }
+        let r = s.report();
+        let ratio = r.hits as f64 / r.looks as f64;
+        let truth = 1.0 - (-0.1f64).exp();
+        assert!(
+            (ratio - truth).abs() < 0.15 * truth,
+            "hit ratio {ratio} for {truth}"
+        );
     }
 
     #[test]
