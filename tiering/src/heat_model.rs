@@ -79,11 +79,19 @@ pub enum HeatError {
 /// * variance ← variance × decay² + scale² × n × (`read_weight`² ×
 ///   p̃_read (1 − p̃_read) + `write_weight`² × p̃_written (1 −
 ///   p̃_written)), with n the pages (or page-windows) observed and p̃ =
-///   (count + ½) / (n + 1): the heat's binomial sampling variance, which
-///   the planner's significance test reads ([`heat_sd`](HeatModel::heat_sd)).
-///   The half-count keeps a frame seen in few windows uncertain even when
-///   every look agreed, and a frame whose pages are caught in every window
-///   (saturated) certain once it was looked at often;
+///   (count + ½ + n × r̄) / (2n + 1), r̄ the frame's decayed average
+///   ratio of that class before this interval: the heat's binomial
+///   sampling variance, which the planner's significance test reads
+///   ([`heat_sd`](HeatModel::heat_sd)). The half-count keeps a frame seen
+///   in few windows uncertain even when every look agreed, and a frame
+///   whose pages are caught in every window (saturated) certain once it
+///   was looked at often. The ratio is pulled halfway to the frame's
+///   history because an interval's own ratio is at its most extreme
+///   exactly when it is an outlier: a cold frame whose six sampled pages
+///   all happened to be caught in their first look (one interval in a few
+///   thousand) read as p̃ = 0.93, so its heat jumped sixfold with a
+///   variance that called the jump certain, and it displaced an equally
+///   cold fast frame about once a minute;
 ///
 /// with decay = 2^(−interval / half-life). A frame the tracker did not
 /// observe at all in an interval keeps its values: nothing is known of it,
@@ -114,6 +122,9 @@ pub struct HeatModel {
     heat: Vec<f64>,
     variance: Vec<f64>,
     hot_pages: Vec<f64>,
+    /// Decayed average hit ratio per frame, `[read, written]` (the r̄ of
+    /// the variance).
+    ratios: Vec<[f32; 2]>,
     /// Seconds since each frame was last observed (0 when it was observed
     /// in the last update).
     unseen: Vec<f32>,
@@ -155,6 +166,7 @@ impl HeatModel {
             heat: vec![0.0; frames],
             variance: vec![0.0; frames],
             hot_pages: vec![0.0; frames],
+            ratios: vec![[0.0; 2]; frames],
             unseen: vec![0.0; frames],
             since_hit: vec![f32::INFINITY; frames],
             recurring: vec![false; frames],
@@ -220,7 +232,7 @@ impl HeatModel {
             .heat
             .iter_mut()
             .zip(self.variance.iter_mut())
-            .zip(self.hot_pages.iter_mut())
+            .zip(self.hot_pages.iter_mut().zip(self.ratios.iter_mut()))
             .zip(self.unseen.iter_mut())
             .zip(
                 self.since_hit
@@ -231,7 +243,7 @@ impl HeatModel {
         for (
             frame,
             (
-                ((((heat, var), hot), unseen), (since_hit, (recurring, last_hit))),
+                ((((heat, var), (hot, ratios)), unseen), (since_hit, (recurring, last_hit))),
                 (&accessed, &dirty),
             ),
         ) in frames.enumerate()
@@ -242,7 +254,14 @@ impl HeatModel {
                 continue;
             };
             let pace = step.pace(std::mem::take(unseen));
-            step.apply([heat, var, hot], pace, accessed, dirty, observed, scale);
+            step.apply(
+                [heat, var, hot],
+                ratios,
+                pace,
+                [accessed, dirty],
+                observed,
+                scale,
+            );
             let hit = accessed.max(dirty) > 0;
             if hit {
                 *recurring = *last_hit || *since_hit <= window;
@@ -384,18 +403,19 @@ impl Step {
         }
     }
 
-    /// Folds one frame's counts into its `[heat, variance, hot pages]`:
-    /// `observed` pages or page-windows (> 0) were looked at, `scale` =
-    /// pages / `observed` (finite). Counts above `observed` (an
-    /// inconsistent tracker) are clamped per class, so more reads or more
-    /// writes never lower the heat.
+    /// Folds one frame's `[accessed, dirty]` counts into its `[heat,
+    /// variance, hot pages]` and its `[read, written]` ratios: `observed`
+    /// pages or page-windows (> 0) were looked at, `scale` = pages /
+    /// `observed` (finite). Counts above `observed` (an inconsistent
+    /// tracker) are clamped per class, so more reads or more writes never
+    /// lower the heat.
     #[inline(always)]
     fn apply(
         &self,
         [heat, var, hot]: [&mut f64; 3],
+        ratios: &mut [f32; 2],
         pace: Pace,
-        accessed: u16,
-        dirty: u16,
+        [accessed, dirty]: [u16; 2],
         observed: f64,
         scale: f64,
     ) {
@@ -404,16 +424,21 @@ impl Step {
         let written = f64::from(dirty).min(observed);
         let touched = f64::from(touched).min(observed);
         let evidence = self.read_weight * read + self.write_weight * written;
-        let binomial = |count: f64| {
-            let p = (count + 0.5) / (observed + 1.0);
+        // The class's ratio, pulled halfway to the frame's history (the
+        // model's doc says why).
+        let binomial = |count: f64, history: f32| {
+            let p = (count + 0.5 + observed * f64::from(history)) / (2.0 * observed + 1.0);
             observed * p * (1.0 - p)
         };
-        let spread = self.read_weight * self.read_weight * binomial(read)
-            + self.write_weight * self.write_weight * binomial(written);
+        let spread = self.read_weight * self.read_weight * binomial(read, ratios[0])
+            + self.write_weight * self.write_weight * binomial(written, ratios[1]);
         let w = pace.weight * scale;
         *heat = *heat * pace.decay + w * evidence;
         *var = *var * pace.decay_sq + w * w * spread;
         *hot = *hot * pace.decay + pace.gain * (scale * touched);
+        for (ratio, count) in ratios.iter_mut().zip([read, written]) {
+            *ratio = (f64::from(*ratio) * pace.decay + pace.gain * count / observed) as f32;
+        }
     }
 }
 

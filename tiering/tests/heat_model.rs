@@ -398,3 +398,43 @@ fn two_looks_in_a_row_that_catch_a_touch_recur_however_far_apart() {
     m.update(&look(8)).unwrap();
     assert_eq!(m.recurring(), &[true]);
 }
+
+#[test]
+fn one_outlying_interval_of_a_cold_frame_is_not_called_certain() {
+    // Two equally cold frames under a windowed tracker: six sampled pages
+    // each, written once in about 38 page-windows (p ≈ 0.16), for ten
+    // seconds. Then one interval catches all six pages of frame 0 in their
+    // first look (6 of 6: chance about 2 in 100 000). Its heat jumps; the
+    // variance must say the jump is one noisy interval, not a hotter
+    // frame: the lead stays below 4 standard deviations (3.4 here). With
+    // the interval's own ratio as p (0.93: variance 0.4, where the ratio
+    // pulled to the frame's history gives 1.5) it read as 4.4, and on top
+    // of the other intervals' noise such a jump cleared the planner's bar
+    // for an exchange among a few hundred cold frames (about 6).
+    let interval = secs(0.2);
+    let mut m = model(2, 1.0, 1.0, 0.5);
+    let windowed = |looks: [u16; 2]| {
+        let mut s = sample(2, interval, &[(0, 6, 6), (1, 6, 6)]);
+        s.coverage = Coverage::PerFrame(looks.to_vec());
+        s
+    };
+    for _ in 0..50 {
+        m.update(&windowed([38, 38])).unwrap();
+    }
+    m.update(&windowed([6, 38])).unwrap();
+    let lead = m.heat(0).unwrap() - m.heat(1).unwrap();
+    let sd = (m.heat_sd(0).unwrap().powi(2) + m.heat_sd(1).unwrap().powi(2)).sqrt();
+    assert!(
+        lead > 0.0 && lead < 4.0 * sd,
+        "lead {lead} = {} sd",
+        lead / sd
+    );
+    // A frame that really turned hot still leads beyond doubt within a
+    // few intervals.
+    for _ in 0..4 {
+        m.update(&windowed([6, 38])).unwrap();
+    }
+    let lead = m.heat(0).unwrap() - m.heat(1).unwrap();
+    let sd = (m.heat_sd(0).unwrap().powi(2) + m.heat_sd(1).unwrap().powi(2)).sqrt();
+    assert!(lead > 8.0 * sd, "lead {lead} = {} sd", lead / sd);
+}
