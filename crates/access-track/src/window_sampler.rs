@@ -858,7 +858,7 @@ mod tests {
         // under a pinned 5 ms window must still show 1 − e^(−λw) = 9.5 %
         // hits per look: dating the touches a slow peek finds to when it
         // began, or the pages' looks to when arming ended, credited half
-        // the pages a single look (a hit ratio near 30 %), which made
+        // the pages a single look (a hit ratio of 16 %), which made
         // equally cold frames look several times hotter than the rest and
         // swap places with them.
         struct Preempted {
