@@ -3,29 +3,31 @@
 # tiercopy/build.sh): fetches the tiered host's kernel headers through
 # scripts/debian-backports.sh (a private apt configuration; the machine's
 # apt sources are untouched):
-# the headers that ^linux-headers-cloud-amd64 pins, their -common and
+# the headers that ^linux-headers-FLAVOUR pins, their -common and
 # linux-kbuild packages, and linux-source-6.12 of the same version (for
 # scripts/checkpatch.pl). The .debs are shared through target/apt-bpo's
 # cache.
 #
-# fetch_headers WORK sets, from the repository root:
+# fetch_headers WORK [FLAVOUR] sets, from the repository root:
 #   pkgs     the unpacked packages (WORK/pkgs; .packages lists them)
 #   hdr      the headers tree to build against (make -C "$hdr" M=...)
-#   release  the kernel release (6.12.95+deb12-cloud-amd64)
+#   release  the kernel release (6.12.95+deb12-FLAVOUR)
 #   abi      6.12.95+deb12; series 6.12; version the packages' version
 #   checkpatch  WORK/src/linux-source-SERIES/scripts/checkpatch.pl
 # and checks that the compiler the kernel was built with is installed.
 # Needs log and die from the caller.
 
+# FLAVOUR is the Debian kernel flavour: cloud-amd64 (the default, the
+# tiered host's kernel) or amd64 (the generic kernel, which has dmaengine).
 fetch_headers() {
-	local work=$1 meta pkgline hpkg cc common src
-	meta=$(scripts/debian-backports.sh "$work/headers-meta" ^linux-headers-cloud-amd64) ||
-		die "cannot resolve ^linux-headers-cloud-amd64 in bookworm-backports"
+	local work=$1 flavour=${2:-cloud-amd64} meta pkgline hpkg cc common src
+	meta=$(scripts/debian-backports.sh "$work/headers-meta" "^linux-headers-$flavour") ||
+		die "cannot resolve ^linux-headers-$flavour in bookworm-backports"
 	pkgline=$(grep '^linux-headers-' "$meta/.packages" | head -n1)
 	hpkg=${pkgline%%=*}
 	version=${pkgline#*=}
 	release=${hpkg#linux-headers-}
-	abi=${release%-cloud-amd64}
+	abi=${release%-"$flavour"}
 	[ "$abi" != "$release" ] || die "unexpected headers package $hpkg"
 	series=${abi%%+*}
 	series=${series%.*}

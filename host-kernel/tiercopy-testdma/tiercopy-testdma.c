@@ -15,8 +15,10 @@
  * Knobs under /sys/kernel/debug/tiercopy-testdma/: "reverse" (complete
  * each issued group in reverse order), "fail_next" (the next N
  * descriptors complete with DMA_TRANS_ABORTED and copy nothing),
- * "stall_next" (the next N never complete, until terminate_all), and the
- * counters "done", "failed" and "stalled".
+ * "stall_next" (the next N never complete, until terminate_all),
+ * "fail_every" and "stall_every" (N: every Nth descriptor performed since
+ * load fails, or stalls; 0, the default, never), and the counters "done",
+ * "failed" and "stalled".
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -28,6 +30,7 @@
 #include <linux/dmaengine.h>
 #include <linux/io.h>
 #include <linux/list.h>
+#include <linux/math64.h>
 #include <linux/module.h>
 #include <linux/platform_device.h>
 #include <linux/slab.h>
@@ -46,6 +49,9 @@ MODULE_PARM_DESC(reverse, "complete each issued group in reverse order");
 
 static atomic_t fail_next = ATOMIC_INIT(0);
 static atomic_t stall_next = ATOMIC_INIT(0);
+static u32 fail_every;
+static u32 stall_every;
+static atomic64_t nr_run = ATOMIC64_INIT(0);
 static atomic64_t nr_done = ATOMIC64_INIT(0);
 static atomic64_t nr_failed = ATOMIC64_INIT(0);
 static atomic64_t nr_stalled = ATOMIC64_INIT(0);
@@ -73,6 +79,7 @@ static struct tdma_chan *tdma_chans;
 static unsigned int tdma_nr;
 static struct workqueue_struct *tdma_wq;
 static struct dentry *tdma_debugfs;
+static bool tdma_probed;
 
 static struct tdma_chan *to_tdma_chan(struct dma_chan *chan)
 {
@@ -130,21 +137,35 @@ static void tdma_issue_pending(struct dma_chan *chan)
 	queue_work(tdma_wq, &tc->work);
 }
 
+/* Whether descriptor number @n (from 1) is one of every @every-th. */
+static bool tdma_every(u64 n, u32 every)
+{
+	u32 rem;
+
+	if (!every)
+		return false;
+	div_u64_rem(n, every, &rem);
+	return !rem;
+}
+
 /* Performs (or fails, or stalls) one descriptor and calls its callback. */
 static void tdma_run(struct tdma_chan *tc, struct tdma_desc *d)
 {
 	struct dmaengine_result res = { .result = DMA_TRANS_NOERROR };
 	struct dma_async_tx_descriptor *tx = &d->tx;
+	u64 n = atomic64_inc_return(&nr_run);
 	unsigned long flags;
 
-	if (atomic_dec_if_positive(&stall_next) >= 0) {
+	if (atomic_dec_if_positive(&stall_next) >= 0 ||
+	    tdma_every(n, READ_ONCE(stall_every))) {
 		spin_lock_irqsave(&tc->lock, flags);
 		list_add_tail(&d->node, &tc->stalled);
 		spin_unlock_irqrestore(&tc->lock, flags);
 		atomic64_inc(&nr_stalled);
 		return;
 	}
-	if (atomic_dec_if_positive(&fail_next) >= 0) {
+	if (atomic_dec_if_positive(&fail_next) >= 0 ||
+	    tdma_every(n, READ_ONCE(fail_every))) {
 		res.result = DMA_TRANS_ABORTED;
 		res.residue = d->len;
 		atomic64_inc(&nr_failed);
@@ -251,40 +272,35 @@ static int tdma_debugfs_u64_get(void *data, u64 *val)
 }
 DEFINE_DEBUGFS_ATTRIBUTE(tdma_u64_fops, tdma_debugfs_u64_get, NULL, "%llu\n");
 
-static void tdma_cleanup(void)
+/* Frees what probe allocated; the dma_device must be unregistered. */
+static void tdma_free(void)
 {
 	debugfs_remove_recursive(tdma_debugfs);
+	tdma_debugfs = NULL;
 	if (tdma_wq)
 		destroy_workqueue(tdma_wq);
+	tdma_wq = NULL;
 	kfree(tdma_chans);
-	if (tdma_pdev)
-		platform_device_unregister(tdma_pdev);
+	tdma_chans = NULL;
 }
 
-static int __init tdma_init(void)
+/*
+ * Registers the channels on the platform device. dmaengine takes the
+ * provider's module from the device's bound driver (it pins that module
+ * while a client holds a channel), so this runs as the driver's probe.
+ */
+static int tdma_probe(struct platform_device *pdev)
 {
-	struct platform_device_info info = {
-		.name = "tiercopy-testdma",
-		.id = PLATFORM_DEVID_NONE,
-		.dma_mask = DMA_BIT_MASK(64),
-	};
 	unsigned int i;
 	int ret;
 
-	tdma_nr = clamp_t(unsigned int, channels, 1, TDMA_MAX_CHANNELS);
-	tdma_pdev = platform_device_register_full(&info);
-	if (IS_ERR(tdma_pdev)) {
-		ret = PTR_ERR(tdma_pdev);
-		tdma_pdev = NULL;
-		return ret;
-	}
 	/* The memcpy through phys_to_virt() needs dma-direct (no IOMMU). */
-	if (get_dma_ops(&tdma_pdev->dev) ||
-	    cc_platform_has(CC_ATTR_MEM_ENCRYPT)) {
-		pr_err("needs direct DMA mapping (no IOMMU, no memory encryption)\n");
-		ret = -ENODEV;
-		goto err;
+	if (get_dma_ops(&pdev->dev) || cc_platform_has(CC_ATTR_MEM_ENCRYPT)) {
+		dev_err(&pdev->dev,
+			"needs direct DMA mapping (no IOMMU, no memory encryption)\n");
+		return -ENODEV;
 	}
+	tdma_nr = clamp_t(unsigned int, channels, 1, TDMA_MAX_CHANNELS);
 	tdma_wq = alloc_workqueue("tiercopy-testdma", WQ_UNBOUND, tdma_nr);
 	tdma_chans = kcalloc(tdma_nr, sizeof(*tdma_chans), GFP_KERNEL);
 	if (!tdma_wq || !tdma_chans) {
@@ -292,9 +308,10 @@ static int __init tdma_init(void)
 		goto err;
 	}
 
+	memset(&tdma_dev, 0, sizeof(tdma_dev));
 	dma_cap_set(DMA_MEMCPY, tdma_dev.cap_mask);
 	dma_cap_set(DMA_PRIVATE, tdma_dev.cap_mask);
-	tdma_dev.dev = &tdma_pdev->dev;
+	tdma_dev.dev = &pdev->dev;
 	tdma_dev.device_prep_dma_memcpy = tdma_prep_memcpy;
 	tdma_dev.device_issue_pending = tdma_issue_pending;
 	tdma_dev.device_tx_status = tdma_tx_status;
@@ -302,7 +319,6 @@ static int __init tdma_init(void)
 	tdma_dev.device_synchronize = tdma_synchronize;
 	tdma_dev.device_free_chan_resources = tdma_free_chan_resources;
 	tdma_dev.copy_align = DMAENGINE_ALIGN_1_BYTE;
-	tdma_dev.owner = THIS_MODULE;
 	INIT_LIST_HEAD(&tdma_dev.channels);
 	for (i = 0; i < tdma_nr; i++) {
 		struct tdma_chan *tc = &tdma_chans[i];
@@ -325,21 +341,68 @@ static int __init tdma_init(void)
 	debugfs_create_bool("reverse", 0600, tdma_debugfs, &reverse);
 	debugfs_create_atomic_t("fail_next", 0600, tdma_debugfs, &fail_next);
 	debugfs_create_atomic_t("stall_next", 0600, tdma_debugfs, &stall_next);
+	debugfs_create_u32("fail_every", 0600, tdma_debugfs, &fail_every);
+	debugfs_create_u32("stall_every", 0600, tdma_debugfs, &stall_every);
 	debugfs_create_file("done", 0444, tdma_debugfs, &nr_done, &tdma_u64_fops);
 	debugfs_create_file("failed", 0444, tdma_debugfs, &nr_failed, &tdma_u64_fops);
 	debugfs_create_file("stalled", 0444, tdma_debugfs, &nr_stalled, &tdma_u64_fops);
-	pr_info("%u memcpy channels (for tests only)\n", tdma_nr);
+	tdma_probed = true;
+	dev_info(&pdev->dev, "%u memcpy channels (for tests only)\n", tdma_nr);
 	return 0;
 err:
-	tdma_cleanup();
+	tdma_free();
+	return ret;
+}
+
+static void tdma_remove(struct platform_device *pdev)
+{
+	dma_async_device_unregister(&tdma_dev);
+	tdma_free();
+	tdma_probed = false;
+}
+
+static struct platform_driver tdma_driver = {
+	.probe = tdma_probe,
+	.remove = tdma_remove,
+	.driver = {
+		.name = "tiercopy-testdma",
+	},
+};
+
+static int __init tdma_init(void)
+{
+	struct platform_device_info info = {
+		.name = "tiercopy-testdma",
+		.id = PLATFORM_DEVID_NONE,
+		.dma_mask = DMA_BIT_MASK(64),
+	};
+	int ret;
+
+	ret = platform_driver_register(&tdma_driver);
+	if (ret)
+		return ret;
+	/* The driver is registered: adding the device probes it at once. */
+	tdma_pdev = platform_device_register_full(&info);
+	if (IS_ERR(tdma_pdev)) {
+		ret = PTR_ERR(tdma_pdev);
+		goto err;
+	}
+	if (!tdma_probed) {
+		ret = -ENODEV;
+		platform_device_unregister(tdma_pdev);
+		goto err;
+	}
+	return 0;
+err:
+	platform_driver_unregister(&tdma_driver);
 	return ret;
 }
 
 static void __exit tdma_exit(void)
 {
 	/* dmaengine holds this module while a client holds a channel. */
-	dma_async_device_unregister(&tdma_dev);
-	tdma_cleanup();
+	platform_device_unregister(tdma_pdev);
+	platform_driver_unregister(&tdma_driver);
 }
 
 module_init(tdma_init);

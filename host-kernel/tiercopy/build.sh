@@ -9,9 +9,10 @@
 #   tiercopy-test         the self-test (selftest/tiercopy_test.c), static
 #
 # Both modules are built out of tree with kbuild against the tiered host's
-# kernel headers (Debian's 6.12 cloud kernel from bookworm-backports,
-# fetched by ../headers.sh like kvm-access-log's), so that their vermagic
-# matches that kernel; it is checked. When the kernel has no dmaengine
+# kernel headers (Debian's 6.12 kernel from bookworm-backports, fetched by
+# ../headers.sh like kvm-access-log's; FLAVOUR cloud-amd64, the default,
+# or amd64, the generic kernel, which has dmaengine), so that their
+# vermagic matches that kernel; it is checked. When the kernel has no dmaengine
 # (CONFIG_DMA_ENGINE unset: the cloud kernel has no CONFIG_DMADEVICES),
 # tiercopy.ko builds against dmaengine's stubs (no channel is ever found:
 # DMA mode falls back to the threads) and tiercopy-testdma.ko is still
@@ -22,7 +23,7 @@
 # sources and this script; when it matches, nothing is rebuilt. Progress
 # goes to stderr.
 #
-# Usage: host-kernel/tiercopy/build.sh DEST
+# Usage: host-kernel/tiercopy/build.sh DEST [FLAVOUR]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/../.."
@@ -34,18 +35,23 @@ die() {
 	exit 1
 }
 
-[ $# -eq 1 ] || die "usage: host-kernel/tiercopy/build.sh DEST"
+[ $# -eq 1 ] || [ $# -eq 2 ] || die "usage: host-kernel/tiercopy/build.sh DEST [cloud-amd64|amd64]"
 dest=$(realpath -m "$1")
+flavour=${2:-cloud-amd64}
+case $flavour in
+cloud-amd64 | amd64) ;;
+*) die "unknown kernel flavour '$flavour' (cloud-amd64 or amd64)" ;;
+esac
 for tool in make gcc tar xz strip strings sha256sum realpath; do
 	command -v "$tool" >/dev/null || die "$tool not found (build-essential, xz-utils)"
 done
-work=$root/target/tiercopy
+work=$root/target/tiercopy/$flavour
 testdma=$here/../tiercopy-testdma
 selftest=$here/selftest/tiercopy_test.c
 # shellcheck source=../headers.sh
 . "$here/../headers.sh"
 
-fetch_headers "$work"
+fetch_headers "$work" "$flavour"
 
 inputs=$(cat "$pkgs/.packages" "$here/tiercopy.c" "$here/Kbuild" "$here/include/uapi/linux/tiercopy.h" \
 	"$testdma/tiercopy-testdma.c" "$testdma/Kbuild" "$selftest" "$here/build.sh" "$here/../headers.sh" |

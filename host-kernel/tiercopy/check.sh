@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the kernel's scripts/checkpatch.pl (from the linux-source-6.12 that
-# build.sh fetched, extracted under target/tiercopy/src/) on tiercopy and
+# build.sh fetched, extracted under target/tiercopy/FLAVOUR/src/) on tiercopy and
 # tiercopy-testdma: the modules' sources and Kbuild files --strict, the
 # uapi header (its comments follow the ABI's spelling) and the self-test
 # (user space, stdint types) in the default mode. Exits nonzero on any
@@ -19,9 +19,9 @@ die() {
 	exit 1
 }
 
-checkpatch=$(ls "$work"/src/linux-source-*/scripts/checkpatch.pl 2>/dev/null | head -n1)
+checkpatch=$(ls "$work"/*/src/linux-source-*/scripts/checkpatch.pl 2>/dev/null | head -n1)
 [ -n "$checkpatch" ] ||
-	die "no checkpatch.pl under $work/src: run host-kernel/tiercopy/build.sh DEST first"
+	die "no checkpatch.pl under $work/*/src: run host-kernel/tiercopy/build.sh DEST first"
 command -v perl >/dev/null || die "perl not found"
 
 failed=0

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -427,6 +428,105 @@ static void refusals(void)
 	munmap(buf, 4 * 65536);
 }
 
+#define USERS 4
+#define USER_BATCHES 16
+#define USER_RANGES 4
+#define USER_LEN (MIB + 3)
+
+struct user {
+	unsigned int id;
+	int wrong;	/* batches that failed or copied wrong bytes */
+};
+
+/*
+ * One of several users of the device at once, on its own descriptor:
+ * batches in every mode (DMA ones share the channels under one mutex),
+ * each checked byte for byte.
+ */
+static void *user_run(void *arg)
+{
+	static const unsigned int modes[] = { TIERCOPY_MODE_THREADS,
+					      TIERCOPY_MODE_DMA,
+					      TIERCOPY_MODE_AUTO };
+	struct user *u = arg;
+	size_t span = USER_RANGES * (USER_LEN + 4096);
+	uint8_t *src = map(span), *dst = map(span);
+	uint64_t x = 0x2545f4914f6cdd1dULL * (u->id + 1);
+	int ufd = open("/dev/tiercopy", O_RDWR | O_CLOEXEC);
+	unsigned int i, j;
+	size_t k;
+
+	if (ufd < 0) {
+		u->wrong = USER_BATCHES;
+		return NULL;
+	}
+	for (i = 0; i < USER_BATCHES; i++) {
+		struct tiercopy_range r[USER_RANGES];
+		struct tiercopy_batch b = {
+			.size = sizeof(b),
+			.version = TIERCOPY_ABI_VERSION,
+			.flags = modes[(i + u->id) % ARRAY_SIZE(modes)],
+			.nr_ranges = USER_RANGES,
+			.ranges = (uintptr_t)r,
+		};
+		int bad = 0;
+
+		for (k = 0; k + 8 <= span; k += 8) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			memcpy(src + k, &x, 8);
+		}
+		memset(dst, 0, span);
+		for (j = 0; j < USER_RANGES; j++) {
+			size_t off = j * (USER_LEN + 4096) + 17 * (j + 1);
+
+			r[j] = (struct tiercopy_range){
+				.src = (uintptr_t)src + off,
+				.dst = (uintptr_t)dst + off, .len = USER_LEN,
+			};
+		}
+		if (ioctl(ufd, TIERCOPY_IOC_COPY, &b) || b.copied !=
+		    (uint64_t)USER_RANGES * USER_LEN)
+			bad = 1;
+		for (j = 0; j < USER_RANGES && !bad; j++) {
+			size_t off = j * (USER_LEN + 4096) + 17 * (j + 1);
+
+			bad = r[j].status ||
+			      memcmp(src + off, dst + off, USER_LEN) ||
+			      dst[off - 1] || dst[off + USER_LEN];
+		}
+		u->wrong += bad;
+	}
+	close(ufd);
+	munmap(src, span);
+	munmap(dst, span);
+	return NULL;
+}
+
+static void concurrent_users(void)
+{
+	struct user users[USERS];
+	pthread_t t[USERS];
+	int wrong = 0, started = 0;
+	unsigned int i;
+
+	for (i = 0; i < USERS; i++) {
+		users[i] = (struct user){ .id = i };
+		if (!pthread_create(&t[i], NULL, user_run, &users[i]))
+			started |= 1 << i;
+	}
+	for (i = 0; i < USERS; i++) {
+		if (started & (1 << i))
+			pthread_join(t[i], NULL);
+		else
+			users[i].wrong = USER_BATCHES;
+		wrong += users[i].wrong;
+	}
+	check(!wrong, "%d concurrent users x %d batches (threads, dma, auto): %d failed or wrong",
+	      USERS, USER_BATCHES, wrong);
+}
+
 static void rmmod_busy(void)
 {
 	struct stat st;
@@ -434,6 +534,14 @@ static void rmmod_busy(void)
 
 	check(rc != 0 && !stat("/sys/module/tiercopy", &st),
 	      "rmmod tiercopy while /dev/tiercopy is open fails (rc %d)", rc);
+	if (!have_dma) {
+		skip_check("rmmod of the DMA provider while tiercopy holds its channels");
+		return;
+	}
+	rc = system("rmmod tiercopy_testdma 2>/dev/null");
+	check(rc != 0 && !stat("/sys/module/tiercopy_testdma", &st),
+	      "rmmod tiercopy_testdma while tiercopy holds its channels fails (rc %d)",
+	      rc);
 }
 
 int main(void)
@@ -459,6 +567,7 @@ int main(void)
 	bad_addresses();
 	signals();
 	refusals();
+	concurrent_users();
 	rmmod_busy();
 	printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
 	close(fd);
