@@ -8,8 +8,15 @@
 #                  physical-address monitoring (the damon scenario). The
 #                  PVM-side boot tests keep bookworm's 6.1
 #                  (scripts/debian-kernel.sh)
-#   host.cpio.gz   the host's initramfs: busybox (busybox-static), the
-#                  kernel's KVM and NVDIMM/DAX modules, statically linked
+#   bzImage-generic  Debian's generic kernel of the same release
+#                  (^linux-image-amd64), which the host boots for the
+#                  tiercopy scenarios: unlike the cloud kernel it has
+#                  dmaengine (CONFIG_DMADEVICES), so tiercopy's DMA back
+#                  end and its test provider run there
+#   host.cpio.gz   the host's initramfs: busybox (busybox-static), each
+#                  kernel's KVM and NVDIMM/DAX modules under
+#                  /lib/modules/RELEASE/ with the list /init loads
+#                  (/lib/modules/RELEASE/load), statically linked
 #                  tiervisor, tierbench and the tracking tests
 #                  (vmm/tests/tracking) built from this checkout, the
 #                  scenarios (tests/nested/host, tests/nested/scenarios),
@@ -22,8 +29,9 @@
 #                  ones /init loads (the access-log scenario swaps them)
 #   tiercopy/      tiercopy.ko, tiercopy-testdma.ko and their self-test
 #                  (host-kernel/tiercopy/build.sh), packed into the host as
-#                  /lib/modules/tiercopy/ and /bin/tiercopy-test; nothing
-#                  loads them but the tiercopy scenario
+#                  /lib/modules/RELEASE/tiercopy/ and /bin/tiercopy-test;
+#                  nothing loads them but the tiercopy scenarios
+#   tiercopy-generic/  the same modules built for the generic kernel
 #   guest.cpio.gz  the Linux guest's initramfs: the static guest-init
 #                  (tests/nested/src/bin/guest-init) as /init, and the
 #                  button and evdev modules it loads
@@ -60,13 +68,25 @@ busybox=/bin/busybox
 	die "$busybox is missing or not static: install busybox-static"
 
 mkdir -p "$out"
-kpkg=$(scripts/debian-backports.sh "$out/kernel" ^linux-image-cloud-amd64) ||
-	die "cannot fetch the cloud kernel from bookworm-backports"
-vmlinuz=("$kpkg"/boot/vmlinuz-*)
-[ -f "${vmlinuz[0]}" ] || die "no vmlinuz in $kpkg"
-modules=("$kpkg"/lib/modules/*/kernel)
-[ -d "${modules[0]}" ] || die "no modules in $kpkg"
-release=$(basename "$(dirname "${modules[0]}")")
+# fetch_kernel DIR META: unpacks the kernel package that metapackage META
+# pins into $out/DIR; sets kpkg (that directory), kimage (its vmlinuz),
+# kmods (its module tree) and krel (its release).
+fetch_kernel() {
+	local images trees
+	kpkg=$(scripts/debian-backports.sh "$out/$1" "^$2") ||
+		die "cannot fetch ^$2 from bookworm-backports"
+	images=("$kpkg"/boot/vmlinuz-*)
+	trees=("$kpkg"/lib/modules/*/kernel)
+	[ -f "${images[0]}" ] || die "no vmlinuz in $kpkg"
+	[ -d "${trees[0]}" ] || die "no modules in $kpkg"
+	kimage=${images[0]}
+	kmods=${trees[0]}
+	krel=$(basename "$(dirname "$kmods")")
+}
+fetch_kernel kernel-generic linux-image-amd64
+gvmlinuz=$kimage gmodules=$kmods grelease=$krel
+fetch_kernel kernel linux-image-cloud-amd64
+vmlinuz=$kimage modules=$kmods release=$krel
 
 # The access-log KVM, built against the headers of the same kernel.
 host-kernel/kvm-access-log/build.sh "$out/access-log" ||
@@ -78,10 +98,16 @@ done
 # tiercopy and its test DMA provider, against the same headers.
 host-kernel/tiercopy/build.sh "$out/tiercopy" ||
 	die "cannot build the tiercopy modules (host-kernel/tiercopy/build.sh)"
+host-kernel/tiercopy/build.sh "$out/tiercopy-generic" amd64 ||
+	die "cannot build the tiercopy modules for the generic kernel (host-kernel/tiercopy/build.sh)"
 for m in tiercopy tiercopy-testdma; do
 	grep -aq "^vermagic=$release " <(strings "$out/tiercopy/$m.ko") ||
 		die "$m.ko is not built for $release (the host's kernel)"
+	grep -aq "^vermagic=$grelease " <(strings "$out/tiercopy-generic/$m.ko") ||
+		die "the generic $m.ko is not built for $grelease"
 done
+[ "$(cat "$out/tiercopy-generic/dma-engine")" = y ] ||
+	die "$grelease has no dmaengine: the tiercopy scenarios need it"
 
 scripts/debian-backports.sh "$out/qemu" qemu-system-x86 qemu-system-data qemu-system-common seabios >/dev/null ||
 	die "cannot fetch QEMU from bookworm-backports"
@@ -121,15 +147,16 @@ pack() {
 
 # Copies module $1 (a path under the kernel's module tree, without .ko)
 # into directory $2, uncompressed (6.12 ships them as .ko.xz; busybox
-# insmod takes plain ELF).
+# insmod takes plain ELF), from module tree $3 (the cloud kernel's by
+# default).
 module() {
-	local m=$1 dir=$2
-	if [ -f "${modules[0]}/$m.ko" ]; then
-		cp "${modules[0]}/$m.ko" "$dir/"
-	elif [ -f "${modules[0]}/$m.ko.xz" ]; then
-		xz -dc "${modules[0]}/$m.ko.xz" >"$dir/${m##*/}.ko"
+	local m=$1 dir=$2 tree=${3:-$modules}
+	if [ -f "$tree/$m.ko" ]; then
+		cp "$tree/$m.ko" "$dir/"
+	elif [ -f "$tree/$m.ko.xz" ]; then
+		xz -dc "$tree/$m.ko.xz" >"$dir/${m##*/}.ko"
 	else
-		die "module $m missing from $kpkg"
+		die "module $m missing from $tree"
 	fi
 }
 
@@ -147,8 +174,10 @@ for m in drivers/acpi/button drivers/input/evdev; do
 done
 pack "$stage/guest" "$out/guest.cpio.gz"
 
-cp "${vmlinuz[0]}" "$out/bzImage.new"
-cmp -s "$out/bzImage.new" "$out/bzImage" && rm "$out/bzImage.new" || mv "$out/bzImage.new" "$out/bzImage"
+for k in "$vmlinuz=bzImage" "$gvmlinuz=bzImage-generic"; do
+	cp "${k%=*}" "$out/${k#*=}.new"
+	cmp -s "$out/${k#*=}.new" "$out/${k#*=}" && rm "$out/${k#*=}.new" || mv "$out/${k#*=}.new" "$out/${k#*=}"
+done
 
 # The host.
 h=$stage/host
@@ -158,16 +187,34 @@ for b in tiervisor tierbench; do
 	objcopy --strip-debug "$bin/$b" "$h/bin/$b"
 done
 objcopy --strip-debug "$tracking" "$h/bin/tracking-tests"
-for m in virt/lib/irqbypass arch/x86/kvm/kvm arch/x86/kvm/kvm-amd \
-	drivers/nvdimm/libnvdimm drivers/acpi/nfit/nfit drivers/nvdimm/nd_btt \
-	drivers/nvdimm/nd_pmem drivers/dax/device_dax drivers/dax/dax_pmem drivers/dax/kmem; do
-	module "$m" "$h/lib/modules"
-done
+# Each kernel's modules, and the order /init loads them in (the generic
+# kernel's kvm-amd needs ccp, which the cloud kernel builds in).
+kernel_modules() {
+	local rel=$1 tree=$2 m
+	shift 2
+	mkdir -p "$h/lib/modules/$rel"
+	: >"$h/lib/modules/$rel/load"
+	for m in "$@"; do
+		module "$m" "$h/lib/modules/$rel" "$tree"
+		echo "${m##*/}" >>"$h/lib/modules/$rel/load"
+	done
+}
+kvm_nvdimm="arch/x86/kvm/kvm-amd drivers/nvdimm/libnvdimm drivers/acpi/nfit/nfit \
+	drivers/nvdimm/nd_btt drivers/nvdimm/nd_pmem drivers/dax/device_dax drivers/dax/dax_pmem \
+	drivers/dax/kmem"
+# shellcheck disable=SC2086 # the list splits on purpose
+kernel_modules "$release" "$modules" virt/lib/irqbypass arch/x86/kvm/kvm $kvm_nvdimm
+# shellcheck disable=SC2086
+kernel_modules "$grelease" "$gmodules" virt/lib/irqbypass arch/x86/kvm/kvm \
+	drivers/crypto/ccp/ccp $kvm_nvdimm
 mkdir -p "$h/lib/modules/access-log"
 cp "$out/access-log/kvm.ko" "$out/access-log/kvm-amd.ko" "$h/lib/modules/access-log/"
 cp "$out/access-log/kvm-access-log-test" "$h/bin/kvm-access-log-test"
-mkdir -p "$h/lib/modules/tiercopy"
-cp "$out/tiercopy/tiercopy.ko" "$out/tiercopy/tiercopy-testdma.ko" "$h/lib/modules/tiercopy/"
+for k in "$release=tiercopy" "$grelease=tiercopy-generic"; do
+	mkdir -p "$h/lib/modules/${k%=*}/tiercopy"
+	cp "$out/${k#*=}/tiercopy.ko" "$out/${k#*=}/tiercopy-testdma.ko" "$h/lib/modules/${k%=*}/tiercopy/"
+done
+# The self-test is user space: one binary for both kernels.
 cp "$out/tiercopy/tiercopy-test" "$h/bin/tiercopy-test"
 cp tests/nested/host/init "$h/init"
 cp tests/nested/host/lib.sh "$h/nested/"

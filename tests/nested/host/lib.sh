@@ -162,3 +162,63 @@ load_access_log_kvm() {
 	# The stock module's trace events went with it.
 	trace_guest_faults
 }
+
+# Loads tiercopy's test DMA provider (it loads only where the kernel has
+# dmaengine; fact tiercopy-testdma-load ok|failed, with insmod's words
+# when it failed) and then tiercopy (fact tiercopy-load ok|failed), from
+# the booted kernel's /lib/modules/RELEASE/tiercopy/.
+tiercopy_load_modules() {
+	dir=/lib/modules/$(uname -r)/tiercopy
+	# An insmod killed by an oops in the module's init leaves the module
+	# listed: its exit code counts too.
+	if insmod "$dir/tiercopy-testdma.ko" >/tmp/testdma.out 2>&1 &&
+		[ -d /sys/module/tiercopy_testdma ]; then
+		fact tiercopy-testdma-load ok
+	else
+		fact tiercopy-testdma-load failed
+		dump tiercopy-testdma-load /tmp/testdma.out
+	fi
+	if insmod "$dir/tiercopy.ko"; then
+		fact tiercopy-load ok
+	else
+		fact tiercopy-load failed
+	fi
+}
+
+# Faults for a migration on kernel:dma: the test provider completes each
+# issued group in reverse order, fails every 2000th descriptor and stalls
+# every 5000th (tiercopy then waits dma_timeout_ms, 100 here, terminates
+# the channels and copies that piece with the CPU). Counted in
+# descriptors, not time, so that a run's faults do not depend on its
+# speed: a 2 MiB frame is 512 descriptors, so some frames go by DMA and
+# some fall back. tiercopy_stop_faults restores the provider and writes
+# its counters to /tmp/testdma-counters.
+tiercopy_inject_faults() {
+	d=/sys/kernel/debug/tiercopy-testdma
+	echo Y >$d/reverse
+	echo 2000 >$d/fail_every
+	echo 5000 >$d/stall_every
+	echo 100 >/sys/module/tiercopy/parameters/dma_timeout_ms
+}
+
+tiercopy_stop_faults() {
+	d=/sys/kernel/debug/tiercopy-testdma
+	echo 0 >$d/fail_every
+	echo 0 >$d/stall_every
+	echo N >$d/reverse
+	for c in done failed stalled; do
+		echo "$c $(cat $d/$c)"
+	done >/tmp/testdma-counters
+}
+
+# Facts NAME-dmesg-splats N: the kernel warnings, BUGs, lockdep and
+# sanitizer reports among dmesg's lines after line START; with any, the
+# log since START as block NAME-dmesg.
+kernel_splats() {
+	dmesg | tail -n +$(($1 + 1)) >/tmp/dmesg
+	grep -E 'WARNING:|BUG:|Oops|lockdep|possible circular|inconsistent lock|possible recursive|suspicious RCU|INFO: rcu|sleeping function|Call Trace|KASAN|UBSAN|kmemleak|general protection' \
+		/tmp/dmesg >/tmp/splats
+	fact "$2-dmesg-splats" "$(wc -l </tmp/splats)"
+	[ -s /tmp/splats ] && dump "$2-dmesg" /tmp/dmesg
+	return 0
+}

@@ -54,8 +54,4 @@ run_tiervisor --workload hotset:verify=1,phases=3,seconds=2 --vcpus 2 --memory 2
 	--timeout 240
 
 # Kernel warnings since the scenario began: WARN, BUG, lockdep, RCU.
-dmesg | tail -n +$((dmesg_start + 1)) >/tmp/dmesg
-grep -E 'WARNING:|BUG:|Oops|lockdep|possible circular|inconsistent lock|possible recursive|suspicious RCU|INFO: rcu|sleeping function|Call Trace' \
-	/tmp/dmesg >/tmp/splats
-fact access-log-dmesg-splats "$(wc -l </tmp/splats)"
-[ -s /tmp/splats ] && dump access-log-dmesg /tmp/dmesg
+kernel_splats "$dmesg_start" access-log

@@ -1,8 +1,9 @@
 //! The tiered-host test machine: a QEMU host (software emulation, nested
 //! SVM with NPT) whose memory is two NUMA nodes, the second CPU-less and
 //! slower by its ACPI HMAT, plus an emulated NVDIMM exposed as
-//! device-DAX. It boots the Debian cloud kernel with an initramfs built by
-//! `tests/nested/build.sh`, runs one scenario script and powers off; the
+//! device-DAX. It boots the Debian cloud kernel (or, for the scenarios
+//! that need dmaengine, Debian's generic kernel of the same release) with
+//! an initramfs built by `tests/nested/build.sh`, runs one scenario script and powers off; the
 //! scenario's results come back over the serial console as `@@nested`
 //! lines ([`console`]). See `docs/testing.md`.
 //!
@@ -13,4 +14,4 @@ pub mod console;
 pub mod qemu;
 
 pub use console::{Console, Report};
-pub use qemu::{HostError, Scenario, TCG_ENV, Tcg, TieredHost};
+pub use qemu::{HostError, HostKernel, Scenario, TCG_ENV, Tcg, TieredHost};

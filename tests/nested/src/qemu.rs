@@ -137,6 +137,26 @@ impl Tcg {
     }
 }
 
+/// Which of the built kernels the host boots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostKernel {
+    /// Debian's cloud kernel (`bzImage`), the tiered host's usual one.
+    Cloud,
+    /// Debian's generic kernel of the same release (`bzImage-generic`):
+    /// it has dmaengine, which the cloud kernel lacks.
+    Generic,
+}
+
+impl HostKernel {
+    /// The image's file name in the built host's directory.
+    fn image(self) -> &'static str {
+        match self {
+            HostKernel::Cloud => "bzImage",
+            HostKernel::Generic => "bzImage-generic",
+        }
+    }
+}
+
 /// One scenario run.
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -151,6 +171,8 @@ pub struct Scenario {
     pub tcg: Tcg,
     /// The host's vCPUs, unless [`SMP_ENV`] overrides it.
     pub smp: u32,
+    /// The kernel the host boots.
+    pub kernel: HostKernel,
 }
 
 impl Scenario {
@@ -162,7 +184,14 @@ impl Scenario {
             timeout: Duration::from_secs(secs),
             tcg: Tcg::Multi,
             smp: 2,
+            kernel: HostKernel::Cloud,
         }
+    }
+
+    /// Boots the generic kernel instead of the cloud kernel.
+    pub fn on_generic_kernel(mut self) -> Self {
+        self.kernel = HostKernel::Generic;
+        self
     }
 
     /// Runs the host's vCPUs on one TCG thread.
@@ -187,9 +216,13 @@ impl Scenario {
         self
     }
 
-    /// A name for its files: the scenario and its extra words.
+    /// A name for its files: the scenario, its kernel unless the cloud
+    /// kernel, and its extra words.
     fn label(&self) -> String {
         let mut label = self.name.clone();
+        if self.kernel == HostKernel::Generic {
+            label.push_str("-generic");
+        }
         for w in &self.cmdline {
             label.push('-');
             label.extend(w.chars().map(|c| if c.is_alphanumeric() { c } else { '_' }));
@@ -198,7 +231,8 @@ impl Scenario {
     }
 }
 
-/// The built tiered host: `bzImage` and `host.cpio.gz` in a directory.
+/// The built tiered host: `bzImage`, `bzImage-generic` and `host.cpio.gz`
+/// in a directory.
 #[derive(Debug, Clone)]
 pub struct TieredHost {
     dir: PathBuf,
@@ -207,7 +241,7 @@ pub struct TieredHost {
 impl TieredHost {
     /// The host whose artifacts `tests/nested/build.sh` put in `dir`.
     pub fn new(dir: &Path) -> Result<Self, HostError> {
-        for name in ["bzImage", "host.cpio.gz", QEMU] {
+        for name in ["bzImage", "bzImage-generic", "host.cpio.gz", QEMU] {
             let path = dir.join(name);
             if !path.is_file() {
                 return Err(HostError::MissingArtifact(path));
@@ -343,7 +377,7 @@ impl TieredHost {
         ])
         .args(["-device", "nvdimm,id=nv0,memdev=nvm0,node=1"])
         .arg("-kernel")
-        .arg(self.dir.join("bzImage"))
+        .arg(self.dir.join(scenario.kernel.image()))
         .arg("-initrd")
         .arg(self.dir.join("host.cpio.gz"))
         .args(["-append", &append])

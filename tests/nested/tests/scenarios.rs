@@ -38,6 +38,14 @@ fn run(test: &str, scenario: Scenario) -> Option<Console> {
         console.errors,
         console.tail(80)
     );
+    check(
+        console.facts("module-failed").is_empty(),
+        &format!(
+            "{test}: the host's kernel modules did not all load: {:?}",
+            console.facts("module-failed")
+        ),
+        &console,
+    );
     Some(console)
 }
 
@@ -437,24 +445,42 @@ fn access_log_ioctl_harvests_accessed_bits_and_drives_the_engine() {
     engine_ran_on(&console, "access-log");
 }
 
-/// tiercopy (`host-kernel/tiercopy`): the self-test passes (copies by the
-/// kernel threads, by DMA through the test provider where the kernel has
-/// dmaengine, bad addresses, injected DMA failures, out-of-order and
-/// stalled descriptors, signals, refusals), `/dev/tiercopy` is 0600,
-/// rmmod fails while it is open and works after, and the kernel logs no
-/// warning. The cloud kernel has no dmaengine (`CONFIG_DMADEVICES` unset):
-/// there the provider must fail to load and the DMA checks are skipped.
-/// Before the unload, the remap migrator on the kernel copy engine
-/// (`--copy-engine kernel:threads`, then `kernel:dma`) moves hotset's
-/// frames both ways with its data and the placement check intact, and the
-/// module's counters show the bytes.
-#[test]
-fn tiercopy_module_copies_with_threads_and_dma() {
-    let Some(console) = run("tiercopy", Scenario::new("tiercopy", 900).single_threaded()) else {
-        return;
-    };
+/// A counter of tiercopy's `stats` (or of the test provider's counters).
+fn counter(stats: &str, name: &str) -> u64 {
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// tiercopy (`host-kernel/tiercopy`) on the kernel the host booted
+/// (`dma`: whether it has dmaengine; the cloud kernel has not, the generic
+/// one has): the self-test passes (copies by the kernel threads, by DMA
+/// through the test provider where the kernel has dmaengine, bad
+/// addresses, injected DMA failures, out-of-order and stalled
+/// descriptors, signals, refusals), `/dev/tiercopy` is 0600, rmmod fails
+/// while it is open and works after, and the kernel logs no warning.
+/// Without dmaengine the provider must fail to load and the DMA checks are
+/// skipped. Before the unload, the remap migrator on the kernel copy
+/// engine (`--copy-engine kernel:threads`, then `kernel:dma`) moves
+/// hotset's frames both ways with its data and the placement check
+/// intact, and the module's counters show the bytes. With dmaengine a
+/// third run on `kernel:dma` has the provider complete out of order, fail
+/// every 2000th descriptor and stall every 5000th: the data and placement
+/// checks still pass, and the counters show DMA copies, CPU fallbacks and
+/// timeouts; then `tierbench copy --quick` measures the kernel engines
+/// beside the user-space ones.
+fn tiercopy_judged(console: &Console, dma: bool) {
     let block = |name: &str| console.blocks.get(name).cloned().unwrap_or_default();
-    let dma = console.facts("tiercopy-dma-engine") == ["y"];
+    let want_engine = if dma { "y" } else { "n" };
+    check(
+        console.facts("tiercopy-dma-engine") == [want_engine],
+        &format!(
+            "the kernel's dmaengine: {:?}, want {want_engine}",
+            console.facts("tiercopy-dma-engine")
+        ),
+        console,
+    );
     let (load, channels) = if dma { ("ok", "4") } else { ("failed", "0") };
     check(
         console.facts("tiercopy-testdma-load") == [load]
@@ -465,7 +491,7 @@ fn tiercopy_module_copies_with_threads_and_dma() {
             console.facts("tiercopy-channels"),
             block("tiercopy-testdma-load")
         ),
-        &console,
+        console,
     );
     check(
         console.facts("tiercopy-load") == ["ok"] && console.facts("tiercopy-dev-mode") == ["600"],
@@ -474,7 +500,7 @@ fn tiercopy_module_copies_with_threads_and_dma() {
             console.facts("tiercopy-load"),
             console.facts("tiercopy-dev-mode")
         ),
-        &console,
+        console,
     );
     let out = block("tiercopy-selftest");
     let skips = out.lines().filter(|l| l.starts_with("skip ")).count();
@@ -488,7 +514,7 @@ fn tiercopy_module_copies_with_threads_and_dma() {
             console.facts("tiercopy-selftest-rc"),
             block("tiercopy-stats")
         ),
-        &console,
+        console,
     );
     check(
         console.facts("tiercopy-rmmod-open") != ["0"] && console.facts("tiercopy-rmmod") == ["0"],
@@ -497,37 +523,159 @@ fn tiercopy_module_copies_with_threads_and_dma() {
             console.facts("tiercopy-rmmod-open"),
             console.facts("tiercopy-rmmod")
         ),
-        &console,
+        console,
     );
     if dma {
         check(
             console.facts("tiercopy-testdma-rmmod") == ["0"],
             "the test provider did not unload after tiercopy",
-            &console,
+            console,
         );
     }
-    for engine in ["threads", "dma"] {
+    let mut runs = vec!["threads", "dma"];
+    if dma {
+        runs.push("faults");
+    }
+    for run in runs {
         let rc = console
-            .facts(&format!("kernel-{engine}-rc"))
+            .facts(&format!("kernel-{run}-rc"))
             .first()
             .and_then(|rc| rc.parse().ok());
-        run_passed(&console, &format!("kernel-{engine}-"), rc, true);
+        run_passed(console, &format!("kernel-{run}-"), rc, true);
     }
     // The counters after the self-test, and after the migrations.
     let (before, after) = (
         block("tiercopy-stats"),
         block("tiercopy-stats-after-migration"),
     );
-    let counter = |stats: &str, name: &str| -> u64 {
-        stats
-            .lines()
-            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
-            .unwrap_or(0)
-    };
     let grew = |name: &str| counter(&after, name) > counter(&before, name);
     check(
-        grew("bytes_threads ") && (dma || grew("dma_no_channel ")),
+        grew("bytes_threads")
+            && (if dma {
+                grew("bytes_dma")
+            } else {
+                grew("dma_no_channel")
+            }),
         &format!("the migrations' copies do not show in tiercopy's counters:\n{before}\n{after}"),
+        console,
+    );
+    if dma {
+        let faults = block("tiercopy-stats-after-faults");
+        let provider = block("tiercopy-testdma-counters");
+        let grew = |name: &str| counter(&faults, name) > counter(&after, name);
+        check(
+            grew("bytes_dma")
+                && grew("dma_fallbacks")
+                && grew("dma_timeouts")
+                && counter(&provider, "failed") > 0
+                && counter(&provider, "stalled") > 0,
+            &format!(
+                "with injected faults the migration must copy by DMA, fall back to the CPU and \
+                 time out stalls:\n{after}\n{faults}\n{provider}"
+            ),
+            console,
+        );
+        // tierbench's copy suite finds /dev/tiercopy and measures the
+        // kernel engines in every range size.
+        let copy = block("tierbench-copy");
+        let rows = |engine: &str| {
+            copy.lines()
+                .filter(|l| l.starts_with(&format!("| {engine} |")))
+                .count()
+        };
+        check(
+            console.facts("tierbench-copy-rc") == ["0"]
+                && ["kernel:threads", "kernel:dma", "kernel:auto"]
+                    .iter()
+                    .all(|e| rows(e) == 3),
+            &format!(
+                "tierbench copy must measure the kernel engines at 4 KiB, 64 KiB and 2 MiB \
+                 (rc {:?}):\n{copy}\n{}",
+                console.facts("tierbench-copy-rc"),
+                block("tierbench-copy-output")
+            ),
+            console,
+        );
+    }
+    check(
+        console.facts("tiercopy-dmesg-splats") == ["0"],
+        &format!(
+            "the kernel warned during the scenario:\n{}",
+            block("tiercopy-dmesg")
+        ),
+        console,
+    );
+}
+
+/// tiercopy on the generic kernel, which has dmaengine: every DMA check
+/// runs ([`tiercopy_judged`]).
+#[test]
+fn tiercopy_module_copies_with_threads_and_dma() {
+    let scenario = Scenario::new("tiercopy", 900)
+        .single_threaded()
+        .on_generic_kernel();
+    let Some(console) = run("tiercopy", scenario) else {
+        return;
+    };
+    tiercopy_judged(&console, true);
+}
+
+/// tiercopy on the cloud kernel, the tiered host's own, which has no
+/// dmaengine: the module loads, copies with its threads and counts DMA
+/// mode's fallbacks ([`tiercopy_judged`]).
+#[test]
+fn tiercopy_module_without_dmaengine_copies_with_threads() {
+    let Some(console) = run("tiercopy", Scenario::new("tiercopy", 900).single_threaded()) else {
+        return;
+    };
+    tiercopy_judged(&console, false);
+}
+
+/// A Linux guest whose frames move through tiercopy's DMA back end on the
+/// generic kernel, while the test provider completes out of order, fails
+/// every 2000th descriptor and stalls every 5000th: the guest's data check
+/// passes, the engine moved frames, the placement check holds, tiercopy's
+/// counters show DMA copies and CPU fallbacks, both modules unload, and
+/// the kernel logs no warning.
+#[test]
+fn a_linux_guest_moves_through_tiercopy_dma_with_faults() {
+    let scenario = Scenario::new("tiercopy-linux", 600)
+        .on_one_host_cpu()
+        .on_generic_kernel();
+    let Some(console) = run("tiercopy-linux", scenario) else {
+        return;
+    };
+    let block = |name: &str| console.blocks.get(name).cloned().unwrap_or_default();
+    check(
+        console.facts("tiercopy-testdma-load") == ["ok"]
+            && console.facts("tiercopy-load") == ["ok"],
+        &format!(
+            "the modules did not load: provider {:?}, tiercopy {:?}\n{}",
+            console.facts("tiercopy-testdma-load"),
+            console.facts("tiercopy-load"),
+            block("tiercopy-testdma-load")
+        ),
+        &console,
+    );
+    linux_guest_passed(&console, "", 0);
+    tiered_run_passed(&console, true);
+    let (before, after, provider) = (
+        block("tiercopy-stats-before"),
+        block("tiercopy-stats-after"),
+        block("tiercopy-testdma-counters"),
+    );
+    let grew = |name: &str| counter(&after, name) > counter(&before, name);
+    check(
+        grew("bytes_dma") && grew("dma_fallbacks") && counter(&provider, "failed") > 0,
+        &format!(
+            "the guest's frames must move by DMA with CPU fallbacks:\n{before}\n{after}\n{provider}"
+        ),
+        &console,
+    );
+    check(
+        console.facts("tiercopy-rmmod") == ["0"]
+            && console.facts("tiercopy-testdma-rmmod") == ["0"],
+        "tiercopy and the test provider must unload after the run",
         &console,
     );
     check(
