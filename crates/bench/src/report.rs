@@ -175,7 +175,9 @@ mod tests {
         assert!(md.contains("#### remap-precopy, write-busy guest: memcheck writes"));
         assert!(md.contains(
             "| frames/batch | batches | GB/s | spread | × best copy | × copy under load | per batch \
-             | protect | copy | remap | other | re-copied | stalled writes | stall p50 | stall p99 \
+             | protect | copy | remap | dirty | commit | other | overlap | re-copied \
+             | stalled writes \
+             | stall p50 | stall p99 \
              | stall max |"
         ));
         assert!(md.contains("### migrate-soak: migration soak"));

@@ -218,8 +218,11 @@ pub fn sample_migrate_result() -> MigrateResult {
                         phases: PhaseTimes {
                             protect_s: seconds * 0.1,
                             copy_s: seconds * 0.6,
-                            remap_s: seconds * 0.2,
+                            remap_s: seconds * 0.15,
+                            dirty_s: 0.0,
+                            commit_s: seconds * 0.05,
                             other_s: seconds * 0.1,
+                            overlap_s: 0.0,
                             total_s: seconds,
                         },
                         bytes_copied: bytes_moved,

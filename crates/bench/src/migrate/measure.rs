@@ -67,12 +67,18 @@ pub struct SizeTotals {
     pub wall: Duration,
     /// Sum of the migrator's own totals.
     pub total: Duration,
-    /// Time write-protecting (pre-copy: also dirty tracking).
+    /// Time write-protecting.
     pub protect: Duration,
     /// Time copying.
     pub copy: Duration,
     /// Time remapping, re-registering and waking.
     pub remap: Duration,
+    /// Pre-copy: time resetting and reading the dirty log.
+    pub dirty: Duration,
+    /// Time committing to the placement map and freeing source slots.
+    pub commit: Duration,
+    /// Time the stages ran at once (pipelined batches).
+    pub overlap: Duration,
     /// Bytes the engine copied, re-copies included.
     pub bytes_copied: u64,
     /// Pre-copy: 4 KiB pages copied again.
@@ -172,6 +178,9 @@ pub fn measure(
                 size.protect += r.protect;
                 size.copy += r.copy;
                 size.remap += r.remap;
+                size.dirty += r.dirty;
+                size.commit += r.commit;
+                size.overlap += r.overlap;
                 size.bytes_copied += r.bytes;
                 size.recopied_pages += r.recopied_pages;
                 size.stalls.extend_from_slice(&r.stalls);

@@ -7,7 +7,7 @@
 //! the scenario's guest load (what the busy machine leaves a copy: the
 //! share lost to the protocol, not to the guest's CPU use), where the
 //! migrator's time goes
-//! (protect / copy / remap / other), and the guest write stalls
+//! (protect / copy / remap / dirty / commit / other), and the guest write stalls
 //! (p50 / p99 / max, measured host-side).
 //!
 //! Every VM ends with the guest's own final check, the VMM's check of the

@@ -98,24 +98,45 @@ pub struct BatchSizeResult {
 /// Summed phase times of the migrator's reports, seconds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PhaseTimes {
-    /// Write-protecting (pre-copy: plus resetting and reading the dirty
-    /// log).
+    /// Write-protecting.
     pub protect_s: f64,
     /// Copying (pre-copy: every round).
     pub copy_s: f64,
     /// `mmap(MAP_FIXED)`, userfaultfd re-registration and waking.
     pub remap_s: f64,
-    /// The rest of `migrate()`: reserving slots, committing to the
-    /// placement map, punching out the source slots.
+    /// Pre-copy: resetting and reading the dirty log (results written
+    /// before it was named count it in `protect_s` and `other_s`).
+    #[serde(default)]
+    pub dirty_s: f64,
+    /// Committing to the placement map, punching out and releasing the
+    /// source slots (earlier results count it in `other_s`).
+    #[serde(default)]
+    pub commit_s: f64,
+    /// The rest of `migrate()`: reserving slots, planning the copies.
+    /// With the stages pipelined this is what is left of the total once
+    /// the overlap is added back.
     pub other_s: f64,
+    /// How long stages ran at once: their summed busy times beyond the
+    /// wall time they spanned (pipelined batches; 0 before they were).
+    #[serde(default)]
+    pub overlap_s: f64,
     /// The migrator's own total.
     pub total_s: f64,
 }
 
 impl PhaseTimes {
     /// Each phase as a share of the total.
-    pub fn shares(&self) -> [Option<f64>; 4] {
-        [self.protect_s, self.copy_s, self.remap_s, self.other_s].map(|s| ratio(s, self.total_s))
+    pub fn shares(&self) -> [Option<f64>; 7] {
+        [
+            self.protect_s,
+            self.copy_s,
+            self.remap_s,
+            self.dirty_s,
+            self.commit_s,
+            self.other_s,
+            self.overlap_s,
+        ]
+        .map(|s| ratio(s, self.total_s))
     }
 }
 
@@ -171,7 +192,7 @@ impl BatchSizeResult {
         let gbps = bytes_moved as f64 / seconds.max(1e-9) / GB;
         let per_round = bytes_moved / rounds as u64;
         let phase = |d: std::time::Duration| d.as_secs_f64();
-        let named = totals.protect + totals.copy + totals.remap;
+        let named = totals.protect + totals.copy + totals.remap + totals.dirty + totals.commit;
         Some(Self {
             frames_per_batch: totals.frames_per_batch,
             batches: totals.batches,
@@ -187,7 +208,10 @@ impl BatchSizeResult {
                 protect_s: phase(totals.protect),
                 copy_s: phase(totals.copy),
                 remap_s: phase(totals.remap),
-                other_s: phase(totals.total.saturating_sub(named)),
+                dirty_s: phase(totals.dirty),
+                commit_s: phase(totals.commit),
+                other_s: phase((totals.total + totals.overlap).saturating_sub(named)),
+                overlap_s: phase(totals.overlap),
                 total_s: phase(totals.total),
             },
             bytes_copied: totals.bytes_copied,
@@ -332,7 +356,11 @@ impl MigrateResult {
              once per round in the same VM while its guest runs its load (the CPU and memory the \
              busy machine leaves a copy; an idle guest leaves nearly all)"
                 .to_owned(),
-            "GB = 1e9 bytes; protect / copy / remap / other are shares of the time in migrate(); \
+            "GB = 1e9 bytes; protect / copy / remap / dirty / commit / other are shares of the time \
+             in migrate() (dirty: pre-copy's dirty-log resets and reads; commit: placement map \
+             and freeing the source slots), and overlap the time stages ran at once (the plain \
+             protocol pipelines batches of 16 frames or more), so the stages add up to 100% plus \
+             overlap; \
              re-copied = pre-copy bytes copied again because the guest wrote them, as a share \
              of the bytes moved"
                 .to_owned(),
@@ -386,7 +414,10 @@ impl MigrateResult {
                 ("protect", Align::Right),
                 ("copy", Align::Right),
                 ("remap", Align::Right),
+                ("dirty", Align::Right),
+                ("commit", Align::Right),
                 ("other", Align::Right),
+                ("overlap", Align::Right),
                 ("re-copied", Align::Right),
                 ("stalled writes", Align::Right),
                 ("stall p50", Align::Right),
@@ -478,6 +509,9 @@ mod tests {
             protect: Duration::from_millis(6),
             copy: Duration::from_millis(60),
             remap: Duration::from_millis(10),
+            dirty: Duration::from_millis(2),
+            commit: Duration::from_millis(8),
+            overlap: Duration::ZERO,
             bytes_copied: 64 << 21,
             recopied_pages: 0,
             stalls: vec![Duration::from_micros(300), Duration::from_micros(900)],
@@ -492,7 +526,8 @@ mod tests {
         let unloaded = BatchSizeResult::build(&totals, 2 << 20, 2.0, None).unwrap();
         assert_eq!(unloaded.vs_loaded_copy, None);
         assert!((b.mean_batch_us - 25_000.0).abs() < 1e-6);
-        assert!((b.phases.other_s - 0.020).abs() < 1e-9);
+        assert!((b.phases.other_s - 0.010).abs() < 1e-9);
+        assert!((b.phases.commit_s - 0.008).abs() < 1e-9);
         let shares = b.phases.shares();
         assert!((shares[1].unwrap() - 0.625).abs() < 1e-9);
         assert_eq!(b.stalls.count, 2);
@@ -560,17 +595,17 @@ mod tests {
         assert_eq!(
             busy.rows()[2],
             [
-                "64", "3", "8.00", "10%", "0.80×", "1.60×", "16.78 ms", "10%", "60%", "20%", "10%",
-                "—", "40", "1.50 ms", "2.00 ms", "5.00 ms"
+                "64", "3", "8.00", "10%", "0.80×", "1.60×", "16.78 ms", "10%", "60%", "15%", "0%",
+                "5%", "10%", "0%", "—", "40", "1.50 ms", "2.00 ms", "5.00 ms"
             ]
         );
         let idle_precopy = &tables[3];
         assert_eq!(
-            idle_precopy.rows()[0][11],
+            idle_precopy.rows()[0][14],
             "0%",
             "re-copied is shown for pre-copy"
         );
-        assert_eq!(idle_precopy.rows()[0][13], "—", "no stall, no percentile");
+        assert_eq!(idle_precopy.rows()[0][16], "—", "no stall, no percentile");
         assert_eq!(
             idle_precopy.rows()[0][5],
             idle_precopy.rows()[0][4],

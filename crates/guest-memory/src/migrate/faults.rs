@@ -1,6 +1,8 @@
 //! Fault injection for migration tests and soak runs: make the next N
-//! destination reservations, write stops, copies, remaps or registrations
-//! fail, so every rollback path runs for real; and hold the next N
+//! destination reservations, write-protections, write stops, copies,
+//! remaps or registrations fail (optionally after letting some through,
+//! to hit a pipelined batch's later sub-batches), so every rollback path
+//! runs for real; and hold the next N
 //! write-protected batches until a writer is seen waiting on one (or
 //! pre-copy passes until a page of theirs is dirtied), so tests of write
 //! stalls and re-copies see one by construction, not by luck. Off (all zero) in
@@ -19,6 +21,8 @@ pub const WRITE_WAIT_LIMIT: Duration = Duration::from_secs(60);
 pub enum Step {
     /// Reserving a destination slot (as if the tier were full).
     Reserve,
+    /// Write-protecting frames (as if `UFFDIO_WRITEPROTECT` failed).
+    Protect,
     /// Copying a batch (as if the copy engine failed).
     Copy,
     /// Replacing a frame's mapping (as if `mmap(MAP_FIXED)` failed).
@@ -34,10 +38,14 @@ pub enum Step {
 #[derive(Debug, Default)]
 pub struct FaultInjection {
     reserve: AtomicU64,
+    protect: AtomicU64,
     copy: AtomicU64,
     remap: AtomicU64,
     stop: AtomicU64,
     register: AtomicU64,
+    /// Attempts to let through before the failures, per step (in
+    /// [`Step`]'s order).
+    skips: [AtomicU64; 6],
     injected: AtomicU64,
     write_waits: AtomicU64,
     dirty_waits: AtomicU64,
@@ -47,6 +55,7 @@ impl FaultInjection {
     fn counter(&self, step: Step) -> &AtomicU64 {
         match step {
             Step::Reserve => &self.reserve,
+            Step::Protect => &self.protect,
             Step::Copy => &self.copy,
             Step::Remap => &self.remap,
             Step::Stop => &self.stop,
@@ -54,13 +63,36 @@ impl FaultInjection {
         }
     }
 
+    fn skips(&self, step: Step) -> &AtomicU64 {
+        &self.skips[match step {
+            Step::Reserve => 0,
+            Step::Protect => 1,
+            Step::Copy => 2,
+            Step::Remap => 3,
+            Step::Stop => 4,
+            Step::Register => 5,
+        }]
+    }
+
     /// Makes the next `count` attempts of `step` fail.
     pub fn fail_next(&self, step: Step, count: u64) {
+        self.fail_after(step, 0, count);
+    }
+
+    /// Lets the next `skip` attempts of `step` through, then makes the
+    /// `count` after them fail: in a pipelined batch, whose sub-batches
+    /// take each step in turn, this fails sub-batch `skip` while its
+    /// neighbours are in other stages.
+    pub fn fail_after(&self, step: Step, skip: u64, count: u64) {
+        self.skips(step).store(skip, Ordering::SeqCst);
         self.counter(step).store(count, Ordering::SeqCst);
     }
 
     /// Whether this attempt of `step` must fail (consumes one failure).
     pub fn should_fail(&self, step: Step) -> bool {
+        if self.counter(step).load(Ordering::Relaxed) == 0 || take_one(self.skips(step)) {
+            return false;
+        }
         let fail = take_one(self.counter(step));
         if fail {
             self.injected.fetch_add(1, Ordering::Relaxed);
@@ -129,6 +161,23 @@ mod tests {
         assert!(f.should_fail(Step::Copy));
         assert!(!f.should_fail(Step::Copy));
         assert_eq!(f.injected(), 2);
+    }
+
+    #[test]
+    fn fails_after_the_attempts_it_lets_through() {
+        let f = FaultInjection::default();
+        f.fail_after(Step::Protect, 2, 1);
+        assert!(!f.should_fail(Step::Protect));
+        assert!(!f.should_fail(Step::Copy));
+        assert!(!f.should_fail(Step::Protect));
+        assert!(f.should_fail(Step::Protect));
+        assert!(!f.should_fail(Step::Protect));
+        assert_eq!(f.injected(), 1);
+        // Cleared: nothing skipped or failed.
+        f.fail_after(Step::Remap, 1, 1);
+        f.fail_next(Step::Remap, 0);
+        assert!(!f.should_fail(Step::Remap));
+        assert!(!f.should_fail(Step::Remap));
     }
 
     #[test]

@@ -6,7 +6,10 @@
 //! window and write-protect the frames (writers block, readers go on) →
 //! copy → `mmap(MAP_FIXED)` the destination slots over the frames (runs
 //! coalesced) → register the new mappings → wake the writers → commit to
-//! the placement map → punch out and release the source slots.
+//! the placement map → punch out and release the source slots. A batch of
+//! at least two sub-batches runs those steps as a pipeline: while this
+//! thread copies sub-batch k, helpers protect k + 1 and remap and commit
+//! k − 1 (`pipelined_phase`).
 //!
 //! Pre-copy protocol: the first copy runs while the guest writes freely;
 //! the dirty source says which 4 KiB pages changed meanwhile, and those are
@@ -29,10 +32,12 @@
 //! Rollback: a failure before the remap leaves the source mapping in place
 //! (protection removed, writers woken, destination released). A failed
 //! remap maps the source slot back (its contents are intact: nothing wrote
-//! to it while protected) before waking. A migration never loses a write.
+//! to it while protected) before waking. In a pipelined batch each
+//! sub-batch rolls back on its own. A migration never loses a write.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
+use std::thread;
 use std::time::{Duration, Instant};
 
 use page_copy::{CopyEngine, CopyRange};
@@ -114,6 +119,16 @@ const PRECOPY_GROUP_MAX: usize = 32;
 /// group size adapts so that protect, the last delta and the remaps of a
 /// group fit in it (a writer waits for at most about one group).
 const PRECOPY_STALL_BUDGET: Duration = Duration::from_micros(400);
+
+/// Fewest frames in a sub-batch of the pipelined plain protocol; a batch
+/// of fewer than two sub-batches runs its stages one after another.
+const PIPELINE_MIN_FRAMES: usize = 8;
+/// Most frames in a sub-batch: enough to keep a threaded copy engine's
+/// workers busy (128 MiB of 2 MiB frames), few enough that a writer waits
+/// for one sub-batch's copy rather than the batch's.
+const PIPELINE_MAX_FRAMES: usize = 64;
+/// Sub-batches a batch is cut into, when their size allows.
+const PIPELINE_DEPTH: usize = 4;
 
 /// Why a step failed: the step and its cause.
 type Failure = (MoveStep, StepError);
@@ -330,6 +345,9 @@ impl RemapMigrator {
     /// moved in a batch whose registration failed (see
     /// [`register_moved`](Self::register_moved)).
     fn protect(&self, frames: &[FrameId]) -> StepResult {
+        if self.faults.should_fail(Step::Protect) {
+            return Err((MoveStep::Hold, StepError::Injected));
+        }
         for (start, len) in self.runs(frames) {
             let uffd = self.guard.uffd();
             uffd.protect(start, len)
@@ -568,6 +586,7 @@ impl RemapMigrator {
 
     /// Records moved frames and frees their sources.
     fn commit(&self, moves: &[Planned], out: &mut BatchOutcome) {
+        let started = Instant::now();
         for m in moves {
             match self.memory.commit_move(m.frame, m.from, m.to) {
                 Ok(()) => {
@@ -590,6 +609,7 @@ impl RemapMigrator {
                 }
             }
         }
+        out.report.commit += started.elapsed();
     }
 
     /// Full-frame copy pieces for `moves`.
@@ -603,12 +623,15 @@ impl RemapMigrator {
     /// Page copy pieces for dirty guest pages of `moves`.
     fn page_pieces(&self, moves: &[Planned], pages: &[u64]) -> Vec<(u64, u64, u64)> {
         let frames = self.memory.frames();
+        // Looked up once per page: a batch of 512 frames re-copies
+        // thousands of pages.
+        let by_frame: HashMap<FrameId, &Planned> = moves.iter().map(|m| (m.frame, m)).collect();
         let mut out = Vec::with_capacity(pages.len());
         for &gpa in pages {
             let Some(frame) = frames.frame_of_gpa(gpa) else {
                 continue;
             };
-            let Some(m) = moves.iter().find(|m| m.frame == frame) else {
+            let Some(m) = by_frame.get(&frame) else {
                 continue;
             };
             let Some(base) = frames.gpa(frame) else {
@@ -647,7 +670,7 @@ impl RemapMigrator {
         let spans = self.spans(moves);
         let started = Instant::now();
         cfg.dirty.reset(&spans).map_err(precopy_dirty)?;
-        out.report.protect += started.elapsed();
+        out.report.dirty += started.elapsed();
         self.copy(&self.frame_pieces(moves), out)?;
         let mut pages = Vec::new();
         if self.faults.take_dirty_wait() {
@@ -657,7 +680,10 @@ impl RemapMigrator {
         }
         for _ in 0..cfg.max_rounds {
             pages.clear();
-            cfg.dirty.take(&spans, &mut pages).map_err(precopy_dirty)?;
+            let started = Instant::now();
+            let taken = cfg.dirty.take(&spans, &mut pages).map_err(precopy_dirty);
+            out.report.dirty += started.elapsed();
+            taken?;
             if pages.len() <= cfg.settle_pages {
                 break;
             }
@@ -724,7 +750,11 @@ impl RemapMigrator {
         // in three runs against ~0.3 ms, likely because groups timed
         // without their registration grow.
         if self.precopy.is_none() {
-            self.final_phase(protected, carried, Hold::Protect, out);
+            if protected.len() >= 2 * PIPELINE_MIN_FRAMES {
+                self.pipelined_phase(protected, out);
+            } else {
+                self.final_phase(protected, carried, Hold::Protect, out);
+            }
             return;
         }
         let mut group = 1;
@@ -772,9 +802,13 @@ impl RemapMigrator {
         let copied = result.and_then(|()| match &self.precopy {
             None => self.copy(&self.frame_pieces(&moves), out),
             Some(cfg) => {
-                cfg.dirty
+                let started = Instant::now();
+                let taken = cfg
+                    .dirty
                     .take_final(&self.spans(&moves), &mut carried)
-                    .map_err(precopy_dirty)?;
+                    .map_err(precopy_dirty);
+                out.report.dirty += started.elapsed();
+                taken?;
                 carried.sort_unstable();
                 carried.dedup();
                 out.report.recopied_pages += carried.len() as u64;
@@ -786,19 +820,126 @@ impl RemapMigrator {
             self.release(held, out);
             return;
         }
-        let failed = self.remap(&moves, out);
+        let done = self.remap_moves(&moves, out);
+        self.release(held, out);
+        self.commit(&done, out);
+    }
+
+    /// The plain protocol over `moves` (writers held by write-protection),
+    /// pipelined: the batch is cut, in frame order, into sub-batches, and
+    /// while this thread copies sub-batch k, one helper write-protects
+    /// k + 1 and another remaps, wakes, registers and commits k − 1. A
+    /// sub-batch is protected only once the copy stage is about to take
+    /// it (at most one waits, protected, ahead of the copy), and at most
+    /// one copied sub-batch waits for the remap stage, so a writer waits
+    /// for about one sub-batch. Each sub-batch succeeds or rolls back on
+    /// its own, exactly as a batch of the sequential protocol does: a
+    /// failure in sub-batch k leaves its frames where they were with their
+    /// writes, while its neighbours go on.
+    fn pipelined_phase(&self, mut moves: Vec<Planned>, out: &mut BatchOutcome) {
+        moves.sort_by_key(|m| m.frame);
+        let subs: Vec<&[Planned]> = moves.chunks(sub_batch_frames(moves.len())).collect();
+        let frames: Vec<FrameId> = moves.iter().map(|m| m.frame).collect();
+        // One window over the batch before anything is protected: a page
+        // the fault sampler restores in it keeps its protection (see the
+        // guard), whichever sub-batch it is in.
+        self.guard.open_window(&self.runs(&frames));
+        let started = Instant::now();
+        let (protected_tx, protected_rx) = mpsc::sync_channel::<(usize, StepResult)>(0);
+        let (copied_tx, copied_rx) = mpsc::sync_channel::<(usize, StepResult)>(1);
+        let (me, subs_ref) = (self, &subs);
+        let stages = thread::scope(|s| {
+            // The remap stage first: it waits for work, so if the protect
+            // stage cannot start, nothing has been touched yet.
+            let finisher = thread::Builder::new()
+                .name("migrate-remap".to_owned())
+                .spawn_scoped(s, move || {
+                    let _urgent = Urgent::new();
+                    let mut o = BatchOutcome::new(0);
+                    for (k, copied) in copied_rx {
+                        match copied {
+                            Ok(()) => {
+                                let done = me.remap_moves(subs_ref[k], &mut o);
+                                me.commit(&done, &mut o);
+                            }
+                            Err(why) => me.abort(subs_ref[k], Hold::Protect, why, &mut o),
+                        }
+                    }
+                    o
+                })
+                .ok()?;
+            // Owning the sender, so the copy stage's loop ends with it.
+            let protector = thread::Builder::new()
+                .name("migrate-protect".to_owned())
+                .spawn_scoped(s, move || {
+                    let _urgent = Urgent::new();
+                    let mut o = BatchOutcome::new(0);
+                    for (k, sub) in subs_ref.iter().enumerate() {
+                        let frames: Vec<FrameId> = sub.iter().map(|m| m.frame).collect();
+                        let t = Instant::now();
+                        let protected = me.protect(&frames);
+                        o.report.protect += t.elapsed();
+                        if protected.is_ok() && me.faults.take_write_wait() {
+                            me.guard.wait_for_writer(WRITE_WAIT_LIMIT);
+                        }
+                        if protected_tx.send((k, protected)).is_err() {
+                            break;
+                        }
+                    }
+                    o
+                });
+            let Ok(protector) = protector else {
+                drop(copied_tx);
+                join_stage(finisher);
+                return None;
+            };
+            let _urgent = Urgent::new();
+            let mut o = BatchOutcome::new(0);
+            for (k, protected) in protected_rx {
+                let copied =
+                    protected.and_then(|()| self.copy(&self.frame_pieces(subs[k]), &mut o));
+                if copied_tx.send((k, copied)).is_err() {
+                    break;
+                }
+            }
+            drop(copied_tx);
+            Some([o, join_stage(protector), join_stage(finisher)])
+        });
+        let Some(stages) = stages else {
+            // No thread for a stage (the host is out of them): nothing was
+            // protected, so the stages run one after another instead.
+            self.final_phase(moves, Vec::new(), Hold::Protect, out);
+            return;
+        };
+        let span = started.elapsed();
+        let mut busy = Duration::ZERO;
+        for o in stages {
+            let r = &o.report;
+            busy += r.protect + r.copy + r.remap + r.commit;
+            out.absorb(o);
+        }
+        out.report.overlap += busy.saturating_sub(span);
+        out.report.sub_batches += subs.len();
+        self.finish_window(out);
+    }
+
+    /// Remaps the copied `moves` and wakes their writers
+    /// ([`remap`](Self::remap)); a move whose remap failed is back on its
+    /// source, and here its destination is dropped and its failure
+    /// recorded. Returns the moves to commit.
+    fn remap_moves(&self, moves: &[Planned], out: &mut BatchOutcome) -> Vec<Planned> {
+        let failed = self.remap(moves, out);
         let failed_frames: HashSet<FrameId> = failed.iter().map(|(m, _)| m.frame).collect();
         for (m, why) in failed {
             self.drop_destination(m.to);
             let e = MoveError::frame(m.frame, m.to.tier, MoveStep::Remap, why);
             out.record_failed(e);
         }
-        self.release(held, out);
-        let done: Vec<Planned> = moves
-            .into_iter()
+        moves
+            .iter()
             .filter(|m| !failed_frames.contains(&m.frame))
-            .collect();
-        self.commit(&done, out);
+            .copied()
+            .collect()
     }
 
     /// Records how long the writers into `[host, host + len)`, just
@@ -917,7 +1058,10 @@ impl RemapMigrator {
             ));
             return;
         }
-        match self.memory.commit_exchange(p.a, p.a_at, p.b, p.b_at) {
+        let started = Instant::now();
+        let committed = self.memory.commit_exchange(p.a, p.a_at, p.b, p.b_at);
+        out.report.commit += started.elapsed();
+        match committed {
             Ok(()) => {
                 out.record_moved(p.a, p.a_at.tier, p.b_at.tier, true);
                 out.record_moved(p.b, p.b_at.tier, p.a_at.tier, true);
@@ -961,9 +1105,24 @@ impl RemapMigrator {
     }
 }
 
+/// The outcome of a pipeline stage's thread. A stage that panicked has
+/// already unwound through the scope; its panic is passed on.
+fn join_stage(stage: thread::ScopedJoinHandle<'_, BatchOutcome>) -> BatchOutcome {
+    stage
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
 /// A dirty-log failure during pre-copy.
 fn precopy_dirty(e: DirtyError) -> Failure {
     (MoveStep::Precopy, StepError::Dirty(Arc::new(e)))
+}
+
+/// Frames per sub-batch of a pipelined batch of `frames` frames.
+fn sub_batch_frames(frames: usize) -> usize {
+    frames
+        .div_ceil(PIPELINE_DEPTH)
+        .clamp(PIPELINE_MIN_FRAMES, PIPELINE_MAX_FRAMES)
 }
 
 /// Size of the next pre-copy final group after one of `frames` frames took

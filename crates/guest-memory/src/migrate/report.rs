@@ -22,12 +22,24 @@ pub struct BatchReport {
     pub bytes: u64,
     /// Pre-copy: 4 KiB pages copied again because the guest dirtied them.
     pub recopied_pages: u64,
-    /// Time write-protecting (or, pre-copy, tracking) the batch.
+    /// Time write-protecting the batch (or stopping the writers).
     pub protect: Duration,
     /// Time copying.
     pub copy: Duration,
     /// Time replacing mappings, re-registering and waking.
     pub remap: Duration,
+    /// Pre-copy: time resetting and reading the dirty log.
+    pub dirty: Duration,
+    /// Time committing moves to the placement map and punching out and
+    /// releasing their source slots.
+    pub commit: Duration,
+    /// Time the stages above ran at once: in a pipelined batch, their
+    /// summed busy times less the wall time they spanned (0 when they ran
+    /// one after another).
+    pub overlap: Duration,
+    /// Sub-batches the pipelined plain protocol cut its batches into (0
+    /// when every stage ran one after another).
+    pub sub_batches: usize,
     /// Whole call.
     pub total: Duration,
     /// Longest time a guest write waited on this batch (0 if none waited).
@@ -52,6 +64,10 @@ impl BatchReport {
         self.protect += other.protect;
         self.copy += other.copy;
         self.remap += other.remap;
+        self.dirty += other.dirty;
+        self.commit += other.commit;
+        self.overlap += other.overlap;
+        self.sub_batches += other.sub_batches;
         self.total += other.total;
         self.stall_max = self.stall_max.max(other.stall_max);
         self.stalls.extend_from_slice(&other.stalls);

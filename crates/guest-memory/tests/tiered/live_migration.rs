@@ -440,6 +440,96 @@ fn injected_failures_roll_back_precopy_and_exchange() {
     assert_eq!(total.report.aborted, 60, "{:?}", total.failed);
 }
 
+#[test]
+fn pipelined_batches_lose_no_write() {
+    let rig = rig(FRAMES, FRAMES, false);
+    // 32 frames a batch: four sub-batches of eight, each protected,
+    // copied and remapped while its neighbours are in the other stages.
+    let total = under_fire(&rig, |r| random_moves(r, 2000, 32));
+    assert!(total.report.moved >= 2000);
+    assert_eq!(total.report.aborted, 0, "{:?}", total.failed);
+    assert!(total.report.sub_batches > 0, "the batches ran pipelined");
+}
+
+/// Moves frames `0..32` to the other tier in one batch (four sub-batches
+/// of eight) with `step` failing once after `skip` attempts; returns the
+/// outcome and each frame's location before.
+fn pipelined_batch_with_a_failure(
+    rig: &Rig,
+    step: Step,
+    skip: u64,
+) -> (BatchOutcome, Vec<Location>) {
+    let before: Vec<Location> = (0..32)
+        .map(|f| rig.mem.location(FrameId(f)).unwrap())
+        .collect();
+    let moves: Vec<Move> = before
+        .iter()
+        .enumerate()
+        .map(|(f, at)| Move {
+            frame: FrameId(f),
+            to_tier: TierId(1 - at.tier.index()),
+        })
+        .collect();
+    let faults = rig.migrator.faults().unwrap();
+    faults.fail_after(step, skip, 1);
+    let out = rig.migrator.migrate_moves(&moves);
+    faults.fail_next(step, 0);
+    (out, before)
+}
+
+#[test]
+fn a_failure_in_one_sub_batch_rolls_back_that_sub_batch_only() {
+    let rig = rig(FRAMES, FRAMES, false);
+    let faults = rig.migrator.faults().unwrap().clone();
+    under_fire(&rig, |r| {
+        let mut total = BatchOutcome::default();
+        for step in [Step::Protect, Step::Copy, Step::Remap, Step::Register] {
+            for skip in 0..4 {
+                let (out, before) = pipelined_batch_with_a_failure(r, step, skip);
+                assert_eq!(out.report.sub_batches, 4, "{step:?}");
+                let failed: Vec<usize> = out.failed.iter().flat_map(|e| e.frames.clone()).collect();
+                for (f, was) in before.iter().enumerate() {
+                    let stayed = r.mem.location(FrameId(f)).unwrap() == *was;
+                    assert_eq!(stayed, failed.contains(&f), "{step:?} {skip}: frame {f}");
+                }
+                match step {
+                    // The whole sub-batch `skip` (frames in order, eight a
+                    // sub-batch) stays; the others move.
+                    Step::Protect | Step::Copy => {
+                        let want: Vec<usize> = (8 * skip as usize..8 * skip as usize + 8).collect();
+                        let mut got = failed.clone();
+                        got.sort_unstable();
+                        assert_eq!(got, want, "{step:?} {skip}: {:?}", out.failed);
+                        let want_step = if step == Step::Copy {
+                            MoveStep::Copy
+                        } else {
+                            MoveStep::Hold
+                        };
+                        assert!(out.failed.iter().all(
+                            |e| e.step == want_step && matches!(e.source, StepError::Injected)
+                        ));
+                    }
+                    // One run of one sub-batch goes back to its source.
+                    Step::Remap => {
+                        assert!((1..=8).contains(&failed.len()), "{:?}", out.failed);
+                        let sub = failed[0] / 8;
+                        assert!(failed.iter().all(|f| f / 8 == sub), "{failed:?}");
+                        assert!(out.failed.iter().all(|e| e.step == MoveStep::Remap));
+                    }
+                    // A failed registration keeps its moves.
+                    _ => {
+                        assert!(failed.is_empty(), "{:?}", out.failed);
+                        assert!(out.warnings.iter().any(|e| e.step == MoveStep::Register));
+                    }
+                }
+                total.absorb(out);
+            }
+        }
+        total
+    });
+    assert_eq!(faults.injected(), 16);
+}
+
 fn rig_full() -> Rig {
     rig(FRAMES / 2, FRAMES / 2, false)
 }
