@@ -668,9 +668,7 @@ impl RemapMigrator {
         out: &mut BatchOutcome,
     ) -> Result<Vec<u64>, Failure> {
         let spans = self.spans(moves);
-        let started = Instant::now();
-        cfg.dirty.reset(&spans).map_err(precopy_dirty)?;
-        out.report.dirty += started.elapsed();
+        dirty_log(out, || cfg.dirty.reset(&spans))?;
         self.copy(&self.frame_pieces(moves), out)?;
         let mut pages = Vec::new();
         if self.faults.take_dirty_wait() {
@@ -680,10 +678,7 @@ impl RemapMigrator {
         }
         for _ in 0..cfg.max_rounds {
             pages.clear();
-            let started = Instant::now();
-            let taken = cfg.dirty.take(&spans, &mut pages).map_err(precopy_dirty);
-            out.report.dirty += started.elapsed();
-            taken?;
+            dirty_log(out, || cfg.dirty.take(&spans, &mut pages))?;
             if pages.len() <= cfg.settle_pages {
                 break;
             }
@@ -802,13 +797,9 @@ impl RemapMigrator {
         let copied = result.and_then(|()| match &self.precopy {
             None => self.copy(&self.frame_pieces(&moves), out),
             Some(cfg) => {
-                let started = Instant::now();
-                let taken = cfg
-                    .dirty
-                    .take_final(&self.spans(&moves), &mut carried)
-                    .map_err(precopy_dirty);
-                out.report.dirty += started.elapsed();
-                taken?;
+                dirty_log(out, || {
+                    cfg.dirty.take_final(&self.spans(&moves), &mut carried)
+                })?;
                 carried.sort_unstable();
                 carried.dedup();
                 out.report.recopied_pages += carried.len() as u64;
@@ -1111,6 +1102,17 @@ fn join_stage(stage: thread::ScopedJoinHandle<'_, BatchOutcome>) -> BatchOutcome
     stage
         .join()
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// Runs a dirty-log call of pre-copy, its time counted as `dirty`.
+fn dirty_log(
+    out: &mut BatchOutcome,
+    call: impl FnOnce() -> Result<(), DirtyError>,
+) -> Result<(), Failure> {
+    let started = Instant::now();
+    let result = call();
+    out.report.dirty += started.elapsed();
+    result.map_err(precopy_dirty)
 }
 
 /// A dirty-log failure during pre-copy.
