@@ -12,12 +12,13 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 
 use guest_memory::migrate::{
-    FaultInjection, GuardOptions, HostWriteLog, PrecopyConfig, RemapMigrator, Step, WriteGuard,
+    DirtyError, DirtySource, FaultInjection, GuardOptions, HostWriteLog, PrecopyConfig,
+    RemapMigrator, Step, WriteGuard,
 };
 use guest_memory::{
     BatchOutcome, Location, Migrator, Move, MoveError, MoveStep, Placement, StepError, TieredMemory,
 };
-use guest_memory::{FrameId, TierId};
+use guest_memory::{FrameId, GpaRange, TierId};
 use page_copy::{EngineSpec, engine_from_spec};
 
 use crate::common::{config, memfd, read_host_u64, tier_mappings, write_host_u64};
@@ -452,12 +453,13 @@ fn pipelined_batches_lose_no_write() {
 }
 
 /// Moves frames `0..32` to the other tier in one batch (four sub-batches
-/// of eight) with `step` failing once after `skip` attempts; returns the
-/// outcome and each frame's location before.
+/// of eight) with `step` failing `count` times after `skip` attempts;
+/// returns the outcome and each frame's location before.
 fn pipelined_batch_with_a_failure(
     rig: &Rig,
     step: Step,
     skip: u64,
+    count: u64,
 ) -> (BatchOutcome, Vec<Location>) {
     let before: Vec<Location> = (0..32)
         .map(|f| rig.mem.location(FrameId(f)).unwrap())
@@ -471,7 +473,7 @@ fn pipelined_batch_with_a_failure(
         })
         .collect();
     let faults = rig.migrator.faults().unwrap();
-    faults.fail_after(step, skip, 1);
+    faults.fail_after(step, skip, count);
     let out = rig.migrator.migrate_moves(&moves);
     faults.fail_next(step, 0);
     (out, before)
@@ -485,7 +487,7 @@ fn a_failure_in_one_sub_batch_rolls_back_that_sub_batch_only() {
         let mut total = BatchOutcome::default();
         for step in [Step::Protect, Step::Copy, Step::Remap, Step::Register] {
             for skip in 0..4 {
-                let (out, before) = pipelined_batch_with_a_failure(r, step, skip);
+                let (out, before) = pipelined_batch_with_a_failure(r, step, skip, 1);
                 assert_eq!(out.report.sub_batches, 4, "{step:?}");
                 let failed: Vec<usize> = out.failed.iter().flat_map(|e| e.frames.clone()).collect();
                 for (f, was) in before.iter().enumerate() {
@@ -528,6 +530,132 @@ fn a_failure_in_one_sub_batch_rolls_back_that_sub_batch_only() {
         total
     });
     assert_eq!(faults.injected(), 16);
+}
+
+#[test]
+fn pipelined_precopy_loses_no_write() {
+    let rig = rig(FRAMES, FRAMES, true);
+    // The first sub-batch's pass waits until a writer dirties one of its
+    // pages, so a re-copy is seen however the writers are scheduled.
+    rig.migrator.faults().unwrap().hold_precopy_until_dirty(1);
+    // 64 draws of 64 frames: about 40 distinct, enough for four
+    // sub-batches (32 frames).
+    let total = under_fire(&rig, |r| random_moves(r, 2000, 64));
+    assert!(total.report.moved >= 2000);
+    assert_eq!(total.report.aborted, 0, "{:?}", total.failed);
+    assert!(total.report.sub_batches > 0, "the batches ran pipelined");
+    assert!(total.report.recopied_pages > 0, "pages were re-copied");
+}
+
+/// A dirty source that fails every reset, or every take, whose spans
+/// hold the address set for it (none while that is `u64::MAX`), and
+/// otherwise reads the host log.
+#[derive(Debug)]
+struct DirtyFailingAt {
+    log: Arc<HostWriteLog>,
+    reset_at: AtomicU64,
+    take_at: AtomicU64,
+}
+
+impl DirtyFailingAt {
+    fn fails(at: &AtomicU64, spans: &[GpaRange]) -> Result<(), DirtyError> {
+        let gpa = at.load(Ordering::SeqCst);
+        if spans.iter().any(|s| s.gpa <= gpa && gpa < s.gpa + s.len) {
+            return Err(DirtyError("injected dirty-log failure".into()));
+        }
+        Ok(())
+    }
+}
+
+impl DirtySource for DirtyFailingAt {
+    fn reset(&self, spans: &[GpaRange]) -> Result<(), DirtyError> {
+        Self::fails(&self.reset_at, spans)?;
+        self.log.reset(spans)
+    }
+
+    fn take(&self, spans: &[GpaRange], out: &mut Vec<u64>) -> Result<(), DirtyError> {
+        Self::fails(&self.take_at, spans)?;
+        self.log.take(spans, out)
+    }
+
+    fn take_final(&self, spans: &[GpaRange], out: &mut Vec<u64>) -> Result<(), DirtyError> {
+        self.log.take_final(spans, out)
+    }
+}
+
+/// Frames `0..32` in one pre-copy batch (four sub-batches of eight, the
+/// pre-copy of each running while the previous one's final groups do),
+/// with one step failing: every frame either moved or stayed where it
+/// was, writes intact, and exactly the frames the failure hit stayed.
+#[test]
+fn a_failure_in_one_precopy_sub_batch_rolls_back_that_sub_batch_only() {
+    let mut rig = rig(FRAMES, FRAMES, true);
+    let dirty = Arc::new(DirtyFailingAt {
+        log: rig.log.clone(),
+        reset_at: AtomicU64::new(u64::MAX),
+        take_at: AtomicU64::new(u64::MAX),
+    });
+    let engine = engine_from_spec(&EngineSpec::Threads {
+        workers: 2,
+        pin: false,
+    })
+    .unwrap();
+    let guard = rig.guard.clone().unwrap();
+    let pre = Some(PrecopyConfig::new(dirty.clone()));
+    rig.migrator = RemapMigrator::new(rig.mem.clone(), guard, engine, pre).unwrap();
+    let faults = rig.migrator.faults().unwrap().clone();
+    under_fire(&rig, |r| {
+        let mut total = BatchOutcome::default();
+        let check = |out: &BatchOutcome, before: &[Location], want: &[usize], what: &str| {
+            let mut failed: Vec<usize> = out.failed.iter().flat_map(|e| e.frames.clone()).collect();
+            failed.sort_unstable();
+            assert_eq!(failed, want, "{what}: {:?}", out.failed);
+            for (f, was) in before.iter().enumerate() {
+                let stayed = r.mem.location(FrameId(f)).unwrap() == *was;
+                assert_eq!(stayed, want.contains(&f), "{what}: frame {f}");
+            }
+        };
+        let dirty_failed = |out: &BatchOutcome| {
+            out.failed
+                .iter()
+                .all(|e| e.step == MoveStep::Precopy && matches!(e.source, StepError::Dirty(_)))
+        };
+        // The batch's one reset fails: nothing moves.
+        dirty.reset_at.store(0, Ordering::SeqCst);
+        let (out, before) = pipelined_batch_with_a_failure(r, Step::Copy, 0, 0);
+        dirty.reset_at.store(u64::MAX, Ordering::SeqCst);
+        check(&out, &before, &(0..32).collect::<Vec<_>>(), "reset");
+        assert!(dirty_failed(&out));
+        total.absorb(out);
+        // Reading the dirty log fails for sub-batch k: that sub-batch
+        // stays whole, while the one before it runs its final groups.
+        for k in 0..4u64 {
+            let gpa = r.mem.frames().gpa(FrameId(8 * k as usize)).unwrap();
+            dirty.take_at.store(gpa, Ordering::SeqCst);
+            let (out, before) = pipelined_batch_with_a_failure(r, Step::Copy, 0, 0);
+            dirty.take_at.store(u64::MAX, Ordering::SeqCst);
+            assert_eq!(out.report.sub_batches, 4);
+            let want: Vec<usize> = (8 * k as usize..8 * k as usize + 8).collect();
+            check(&out, &before, &want, &format!("dirty log, sub-batch {k}"));
+            assert!(dirty_failed(&out));
+            total.absorb(out);
+        }
+        // The first copy is sub-batch 0's, before any final group runs.
+        let (out, before) = pipelined_batch_with_a_failure(r, Step::Copy, 0, 1);
+        assert_eq!(out.report.sub_batches, 4);
+        check(&out, &before, &(0..8).collect::<Vec<_>>(), "copy");
+        total.absorb(out);
+        // The first protection and the first remap are the first final
+        // group's: frame 0 alone, while sub-batch 1 is pre-copied.
+        for step in [Step::Protect, Step::Remap] {
+            let (out, before) = pipelined_batch_with_a_failure(r, step, 0, 1);
+            assert_eq!(out.report.sub_batches, 4);
+            check(&out, &before, &[0], &format!("{step:?}"));
+            total.absorb(out);
+        }
+        total
+    });
+    assert_eq!(faults.injected(), 3);
 }
 
 fn rig_full() -> Rig {

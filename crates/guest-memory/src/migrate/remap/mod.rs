@@ -6,15 +6,16 @@
 //! window and write-protect the frames (writers block, readers go on) →
 //! copy → `mmap(MAP_FIXED)` the destination slots over the frames (runs
 //! coalesced) → register the new mappings → wake the writers → commit to
-//! the placement map → punch out and release the source slots. A batch of
-//! at least two sub-batches runs those steps as a pipeline: while this
-//! thread copies sub-batch k, helpers protect k + 1 and remap and commit
-//! k − 1 (`pipelined_phase`).
+//! the placement map → punch out and release the source slots.
 //!
 //! Pre-copy protocol: the first copy runs while the guest writes freely;
 //! the dirty source says which 4 KiB pages changed meanwhile, and those are
-//! copied again (a few rounds) before the frames are write-protected for
-//! the last, small delta. Write stalls shrink to the delta plus the remap.
+//! copied again (a few rounds) before the frames are write-protected, a
+//! small group at a time, for the last delta. Write stalls shrink to a
+//! group's delta plus its remap.
+//!
+//! A write-protected batch of at least two sub-batches runs either
+//! protocol as a pipeline over its sub-batches (module `pipeline`).
 //!
 //! Ordering within a batch: moves that find a free destination slot run
 //! first; their source slots are free once they commit, so moves into a
@@ -35,9 +36,10 @@
 //! to it while protected) before waking. In a pipelined batch each
 //! sub-batch rolls back on its own. A migration never loses a write.
 
+mod pipeline;
+
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError, mpsc};
-use std::thread;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use page_copy::{CopyEngine, CopyRange};
@@ -57,6 +59,7 @@ use crate::ids::{FrameId, TierId};
 use crate::placement::Location;
 use crate::runs::runs_where;
 use crate::tiered::TieredMemory;
+use pipeline::pipelines;
 
 /// Errors creating a remap migrator.
 #[derive(Debug, Error)]
@@ -119,16 +122,6 @@ const PRECOPY_GROUP_MAX: usize = 32;
 /// group size adapts so that protect, the last delta and the remaps of a
 /// group fit in it (a writer waits for at most about one group).
 const PRECOPY_STALL_BUDGET: Duration = Duration::from_micros(400);
-
-/// Fewest frames in a sub-batch of the pipelined plain protocol; a batch
-/// of fewer than two sub-batches runs its stages one after another.
-const PIPELINE_MIN_FRAMES: usize = 8;
-/// Most frames in a sub-batch: enough to keep a threaded copy engine's
-/// workers busy (128 MiB of 2 MiB frames), few enough that a writer waits
-/// for one sub-batch's copy rather than the batch's.
-const PIPELINE_MAX_FRAMES: usize = 64;
-/// Sub-batches a batch is cut into, when their size allows.
-const PIPELINE_DEPTH: usize = 4;
 
 /// Why a step failed: the step and its cause.
 type Failure = (MoveStep, StepError);
@@ -317,6 +310,16 @@ impl RemapMigrator {
 
     /// Copies `(src, dst, len)` triples with the engine (fault-injectable).
     fn copy(&self, pieces: &[(u64, u64, u64)], out: &mut BatchOutcome) -> StepResult {
+        self.copy_with(self.engine.as_ref(), pieces, out)
+    }
+
+    /// Copies `(src, dst, len)` triples with `engine` (fault-injectable).
+    fn copy_with(
+        &self,
+        engine: &dyn CopyEngine,
+        pieces: &[(u64, u64, u64)],
+        out: &mut BatchOutcome,
+    ) -> StepResult {
         if pieces.is_empty() {
             return Ok(());
         }
@@ -333,7 +336,7 @@ impl RemapMigrator {
         // mapping (live for the memory's lifetime) and is a whole slot, or a
         // page of one, reserved for this batch: destinations are distinct
         // reserved slots no frame maps, so no range overlaps another.
-        let result = unsafe { self.engine.copy(&ranges) };
+        let result = unsafe { engine.copy(&ranges) };
         out.report.copy += started.elapsed();
         let stats = result.map_err(|e| (MoveStep::Copy, StepError::Copy(Arc::new(e))))?;
         out.report.bytes += stats.bytes;
@@ -659,26 +662,42 @@ impl RemapMigrator {
             .collect()
     }
 
-    /// Pre-copy rounds while the guest runs; returns the dirty pages left
-    /// for the write-protected final delta.
+    /// Pre-copy rounds while the guest runs: tracks writes to `moves`
+    /// from now on and [`recopy_rounds`](Self::recopy_rounds). Returns the
+    /// dirty pages left for the write-protected final delta.
     fn precopy_rounds(
         &self,
         cfg: &PrecopyConfig,
         moves: &[Planned],
         out: &mut BatchOutcome,
     ) -> Result<Vec<u64>, Failure> {
+        dirty_log(out, None, || cfg.dirty.reset(&self.spans(moves)))?;
+        self.recopy_rounds(cfg, moves, None, out)
+    }
+
+    /// Copies `moves`, whose writes the dirty source tracks since before
+    /// this call, then copies again what the guest wrote meanwhile, a few
+    /// rounds; returns the dirty pages left for the final delta. Each read
+    /// of the dirty log holds `turn`, if given (see
+    /// [`final_groups`](Self::final_groups)).
+    fn recopy_rounds(
+        &self,
+        cfg: &PrecopyConfig,
+        moves: &[Planned],
+        turn: Option<&Mutex<()>>,
+        out: &mut BatchOutcome,
+    ) -> Result<Vec<u64>, Failure> {
         let spans = self.spans(moves);
-        dirty_log(out, || cfg.dirty.reset(&spans))?;
         self.copy(&self.frame_pieces(moves), out)?;
         let mut pages = Vec::new();
         if self.faults.take_dirty_wait() {
-            Self::wait_for_dirty(cfg, &spans, &mut pages)?;
+            Self::wait_for_dirty(cfg, &spans, turn, &mut pages)?;
             out.report.recopied_pages += pages.len() as u64;
             self.copy(&self.page_pieces(moves, &pages), out)?;
         }
         for _ in 0..cfg.max_rounds {
             pages.clear();
-            dirty_log(out, || cfg.dirty.take(&spans, &mut pages))?;
+            dirty_log(out, turn, || cfg.dirty.take(&spans, &mut pages))?;
             if pages.len() <= cfg.settle_pages {
                 break;
             }
@@ -695,11 +714,14 @@ impl RemapMigrator {
     fn wait_for_dirty(
         cfg: &PrecopyConfig,
         spans: &[GpaRange],
+        turn: Option<&Mutex<()>>,
         pages: &mut Vec<u64>,
     ) -> Result<(), Failure> {
         let started = Instant::now();
         while pages.is_empty() && started.elapsed() < WRITE_WAIT_LIMIT {
+            let held = turn.map(|t| t.lock().unwrap_or_else(PoisonError::into_inner));
             cfg.dirty.take(spans, pages).map_err(precopy_dirty)?;
+            drop(held);
             if pages.is_empty() {
                 std::thread::sleep(Duration::from_millis(1));
             }
@@ -708,60 +730,91 @@ impl RemapMigrator {
     }
 
     /// Moves `moves` (destinations reserved) with the plain or pre-copy
-    /// protocol.
+    /// protocol: pipelined over sub-batches when write-protection holds
+    /// the frames and they are enough of them ([`pipelines`]), one step
+    /// after another otherwise.
     fn move_frames(&self, moves: Vec<Planned>, out: &mut BatchOutcome) {
-        if moves.is_empty() {
-            return;
-        }
-        let mut carried = Vec::new();
-        if let Some(cfg) = &self.precopy {
-            match self.precopy_rounds(cfg, &moves, out) {
-                Ok(pages) => carried = pages,
-                Err(why) => {
-                    for m in &moves {
-                        self.drop_destination(m.to);
-                    }
-                    Self::fail_all(&moves, why, out);
-                    return;
-                }
-            }
-        }
         // Frames no write-protection covers move in one stop of the whole
         // VM per batch: every stop costs each vCPU a trip out of the guest.
         let (stopped, protected): (Vec<Planned>, Vec<Planned>) = moves
             .into_iter()
             .partition(|m| self.hold_for(&[m.from]) == Hold::Stop);
-        if !stopped.is_empty() {
-            let mine = Self::carried_for(&self.memory, &stopped, &carried);
-            self.final_phase(stopped, mine, Hold::Stop, out);
+        self.move_sequentially(stopped, Hold::Stop, out);
+        if !pipelines(protected.len(), self.precopy.is_some()) {
+            self.move_sequentially(protected, Hold::Protect, out);
+        } else if let Some(cfg) = &self.precopy {
+            self.pipelined_precopy(cfg, protected, out);
+        } else {
+            self.pipelined_phase(protected, out);
         }
-        // Pre-copy's final phase runs per group, so a writer waits for one
-        // group's delta and remap, not the whole batch's; the group grows
-        // or shrinks so a group takes about the stall budget. Plain copies
-        // protect the whole batch (its copy is the bulk of the work).
-        // Each group registers its own new mappings. Registering a whole
-        // pre-copy batch's once, after its last group, was tried: p99
-        // stalls of a write-busy guest on shmem tiers measured 1.9-8.6 ms
-        // in three runs against ~0.3 ms, likely because groups timed
-        // without their registration grow.
-        if self.precopy.is_none() {
-            if protected.len() >= 2 * PIPELINE_MIN_FRAMES {
-                self.pipelined_phase(protected, out);
-            } else {
-                self.final_phase(protected, carried, Hold::Protect, out);
-            }
+    }
+
+    /// Moves `moves`, all held by `hold`, one step after another. Plain
+    /// copies hold the whole batch (its copy is the bulk of the work);
+    /// pre-copy holds one final group at a time.
+    fn move_sequentially(&self, moves: Vec<Planned>, hold: Hold, out: &mut BatchOutcome) {
+        if moves.is_empty() {
             return;
         }
-        let mut group = 1;
-        let mut rest = protected.as_slice();
-        while !rest.is_empty() {
-            let (chunk, tail) = rest.split_at(group.min(rest.len()));
-            rest = tail;
-            let chunk_carried = Self::carried_for(&self.memory, chunk, &carried);
-            let started = Instant::now();
-            self.final_phase(chunk.to_vec(), chunk_carried, Hold::Protect, out);
-            group = next_group(chunk.len(), started.elapsed());
+        let engine = self.engine.as_ref();
+        let Some(cfg) = &self.precopy else {
+            self.final_phase(moves, Vec::new(), hold, engine, out);
+            return;
+        };
+        match self.precopy_rounds(cfg, &moves, out) {
+            Err(why) => self.drop_all(&moves, why, out),
+            Ok(carried) if hold == Hold::Stop => {
+                self.final_phase(moves, carried, hold, engine, out);
+            }
+            Ok(carried) => self.final_groups(&moves, &carried, engine, None, &mut 1, out),
         }
+    }
+
+    /// Pre-copy's write-protected final phase over `moves`, per group, so
+    /// a writer waits for one group's delta and remap, not the whole
+    /// batch's; the group grows or shrinks so a group takes about the
+    /// stall budget, starting from `group` frames (left at the size for
+    /// the next group). Each group registers its own new mappings.
+    /// Registering a whole pre-copy batch's once, after its last group,
+    /// was tried: p99 stalls of a write-busy guest on shmem tiers measured
+    /// 1.9-8.6 ms in three runs against ~0.3 ms, likely because groups
+    /// timed without their registration grow.
+    ///
+    /// Each group holds `turn`, if given, from before its protection to
+    /// its commit; the pre-copy of the next sub-batch of a pipelined batch
+    /// holds it for each dirty-log read. A protected group then never
+    /// waits for such a read: a KVM harvest holds the log's lock over all
+    /// its `KVM_CLEAR_DIRTY_LOG` calls, and each of those holds the MMU
+    /// lock the remap's invalidation needs (writers stalled 3 ms behind
+    /// a sub-batch's harvest without the turn, ~0.2 ms with it).
+    fn final_groups(
+        &self,
+        moves: &[Planned],
+        carried: &[u64],
+        engine: &dyn CopyEngine,
+        turn: Option<&Mutex<()>>,
+        group: &mut usize,
+        out: &mut BatchOutcome,
+    ) {
+        let mut rest = moves;
+        while !rest.is_empty() {
+            let (chunk, tail) = rest.split_at((*group).min(rest.len()));
+            rest = tail;
+            let chunk_carried = Self::carried_for(&self.memory, chunk, carried);
+            let _turn = turn.map(|t| t.lock().unwrap_or_else(PoisonError::into_inner));
+            let started = Instant::now();
+            self.final_phase(chunk.to_vec(), chunk_carried, Hold::Protect, engine, out);
+            *group = next_group(chunk.len(), started.elapsed());
+        }
+    }
+
+    /// Gives up `moves` before anything was held (pre-copy failed):
+    /// destinations released, moves recorded as failed with `why`.
+    fn drop_all(&self, moves: &[Planned], why: Failure, out: &mut BatchOutcome) {
+        for m in moves {
+            self.drop_destination(m.to);
+        }
+        Self::fail_all(moves, why, out);
     }
 
     /// The pages of `carried` that lie in the frames of `moves`.
@@ -777,12 +830,14 @@ impl RemapMigrator {
 
     /// Holds writers out of `moves` (`hold`), copies them (plain: whole
     /// frames; pre-copy: the pages still dirty, `carried` plus what the
-    /// final take reports), remaps, lets the writers go and commits.
+    /// final take reports) with `engine`, remaps, lets the writers go and
+    /// commits.
     fn final_phase(
         &self,
         moves: Vec<Planned>,
         mut carried: Vec<u64>,
         hold: Hold,
+        engine: &dyn CopyEngine,
         out: &mut BatchOutcome,
     ) {
         if moves.is_empty() {
@@ -795,15 +850,15 @@ impl RemapMigrator {
         let (held, result) = self.hold_writers(hold, &frames);
         out.report.protect += started.elapsed();
         let copied = result.and_then(|()| match &self.precopy {
-            None => self.copy(&self.frame_pieces(&moves), out),
+            None => self.copy_with(engine, &self.frame_pieces(&moves), out),
             Some(cfg) => {
-                dirty_log(out, || {
+                dirty_log(out, None, || {
                     cfg.dirty.take_final(&self.spans(&moves), &mut carried)
                 })?;
                 carried.sort_unstable();
                 carried.dedup();
                 out.report.recopied_pages += carried.len() as u64;
-                self.copy(&self.page_pieces(&moves, &carried), out)
+                self.copy_with(engine, &self.page_pieces(&moves, &carried), out)
             }
         });
         if let Err(e) = copied {
@@ -814,104 +869,6 @@ impl RemapMigrator {
         let done = self.remap_moves(&moves, out);
         self.release(held, out);
         self.commit(&done, out);
-    }
-
-    /// The plain protocol over `moves` (writers held by write-protection),
-    /// pipelined: the batch is cut, in frame order, into sub-batches, and
-    /// while this thread copies sub-batch k, one helper write-protects
-    /// k + 1 and another remaps, wakes, registers and commits k − 1. A
-    /// sub-batch is protected only once the copy stage is about to take
-    /// it (at most one waits, protected, ahead of the copy), and at most
-    /// one copied sub-batch waits for the remap stage, so a writer waits
-    /// for about one sub-batch. Each sub-batch succeeds or rolls back on
-    /// its own, exactly as a batch of the sequential protocol does: a
-    /// failure in sub-batch k leaves its frames where they were with their
-    /// writes, while its neighbours go on.
-    fn pipelined_phase(&self, mut moves: Vec<Planned>, out: &mut BatchOutcome) {
-        moves.sort_by_key(|m| m.frame);
-        let subs: Vec<&[Planned]> = moves.chunks(sub_batch_frames(moves.len())).collect();
-        let frames: Vec<FrameId> = moves.iter().map(|m| m.frame).collect();
-        // One window over the batch before anything is protected: a page
-        // the fault sampler restores in it keeps its protection (see the
-        // guard), whichever sub-batch it is in.
-        self.guard.open_window(&self.runs(&frames));
-        let started = Instant::now();
-        let (protected_tx, protected_rx) = mpsc::sync_channel::<(usize, StepResult)>(0);
-        let (copied_tx, copied_rx) = mpsc::sync_channel::<(usize, StepResult)>(1);
-        let (me, subs_ref) = (self, &subs);
-        let stages = thread::scope(|s| {
-            // The remap stage first: it waits for work, so if the protect
-            // stage cannot start, nothing has been touched yet.
-            let finisher = thread::Builder::new()
-                .name("migrate-remap".to_owned())
-                .spawn_scoped(s, move || {
-                    let _urgent = Urgent::new();
-                    let mut o = BatchOutcome::new(0);
-                    for (k, copied) in copied_rx {
-                        match copied {
-                            Ok(()) => {
-                                let done = me.remap_moves(subs_ref[k], &mut o);
-                                me.commit(&done, &mut o);
-                            }
-                            Err(why) => me.abort(subs_ref[k], Hold::Protect, why, &mut o),
-                        }
-                    }
-                    o
-                })
-                .ok()?;
-            // Owning the sender, so the copy stage's loop ends with it.
-            let protector = thread::Builder::new()
-                .name("migrate-protect".to_owned())
-                .spawn_scoped(s, move || {
-                    let _urgent = Urgent::new();
-                    let mut o = BatchOutcome::new(0);
-                    for (k, sub) in subs_ref.iter().enumerate() {
-                        let frames: Vec<FrameId> = sub.iter().map(|m| m.frame).collect();
-                        let t = Instant::now();
-                        let protected = me.protect(&frames);
-                        o.report.protect += t.elapsed();
-                        if protected.is_ok() && me.faults.take_write_wait() {
-                            me.guard.wait_for_writer(WRITE_WAIT_LIMIT);
-                        }
-                        if protected_tx.send((k, protected)).is_err() {
-                            break;
-                        }
-                    }
-                    o
-                });
-            let Ok(protector) = protector else {
-                drop(copied_tx);
-                join_stage(finisher);
-                return None;
-            };
-            let _urgent = Urgent::new();
-            let mut o = BatchOutcome::new(0);
-            for (k, protected) in protected_rx {
-                let copied =
-                    protected.and_then(|()| self.copy(&self.frame_pieces(subs[k]), &mut o));
-                if copied_tx.send((k, copied)).is_err() {
-                    break;
-                }
-            }
-            drop(copied_tx);
-            Some([o, join_stage(protector), join_stage(finisher)])
-        });
-        let Some(stages) = stages else {
-            // No thread for a stage (the host is out of them): nothing was
-            // protected, so the stages run one after another instead.
-            self.final_phase(moves, Vec::new(), Hold::Protect, out);
-            return;
-        };
-        let span = started.elapsed();
-        let mut busy = Duration::ZERO;
-        for o in stages {
-            let r = &o.report;
-            busy += r.protect + r.copy + r.remap + r.commit;
-            out.absorb(o);
-        }
-        out.report.overlap += busy.saturating_sub(span);
-        out.report.sub_batches += subs.len();
-        self.finish_window(out);
     }
 
     /// Remaps the copied `moves` and wakes their writers
@@ -1096,19 +1053,18 @@ impl RemapMigrator {
     }
 }
 
-/// The outcome of a pipeline stage's thread. A stage that panicked has
-/// already unwound through the scope; its panic is passed on.
-fn join_stage(stage: thread::ScopedJoinHandle<'_, BatchOutcome>) -> BatchOutcome {
-    stage
-        .join()
-        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-}
-
-/// Runs a dirty-log call of pre-copy, its time counted as `dirty`.
+/// Runs a dirty-log call of pre-copy, its time counted as `dirty`. The
+/// call runs urgent: sources serialize their reads (the KVM log under one
+/// harvest lock), and in a pipelined batch a write-protected final group
+/// may wait for a read of the next sub-batch, which must not be preempted
+/// meanwhile.
 fn dirty_log(
     out: &mut BatchOutcome,
+    turn: Option<&Mutex<()>>,
     call: impl FnOnce() -> Result<(), DirtyError>,
 ) -> Result<(), Failure> {
+    let _turn = turn.map(|t| t.lock().unwrap_or_else(PoisonError::into_inner));
+    let _urgent = Urgent::new();
     let started = Instant::now();
     let result = call();
     out.report.dirty += started.elapsed();
@@ -1118,13 +1074,6 @@ fn dirty_log(
 /// A dirty-log failure during pre-copy.
 fn precopy_dirty(e: DirtyError) -> Failure {
     (MoveStep::Precopy, StepError::Dirty(Arc::new(e)))
-}
-
-/// Frames per sub-batch of a pipelined batch of `frames` frames.
-fn sub_batch_frames(frames: usize) -> usize {
-    frames
-        .div_ceil(PIPELINE_DEPTH)
-        .clamp(PIPELINE_MIN_FRAMES, PIPELINE_MAX_FRAMES)
 }
 
 /// Size of the next pre-copy final group after one of `frames` frames took
