@@ -359,8 +359,8 @@ impl MigrateResult {
             "GB = 1e9 bytes; protect / copy / remap / dirty / commit / other are shares of the time \
              in migrate() (dirty: pre-copy's dirty-log resets and reads; commit: placement map \
              and freeing the source slots), and overlap the time stages ran at once (the plain \
-             protocol pipelines batches of 16 frames or more), so the stages add up to 100% plus \
-             overlap; \
+             protocol pipelines batches of 16 frames or more, pre-copy of 32 or more), so the \
+             stages add up to 100% plus overlap; \
              re-copied = pre-copy bytes copied again because the guest wrote them, as a share \
              of the bytes moved"
                 .to_owned(),
