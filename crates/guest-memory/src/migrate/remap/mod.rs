@@ -61,7 +61,6 @@ use crate::ids::{FrameId, TierId};
 use crate::placement::Location;
 use crate::runs::runs_where;
 use crate::tiered::TieredMemory;
-use pipeline::pipelines;
 
 /// Errors creating a remap migrator.
 #[derive(Debug, Error)]
@@ -723,9 +722,9 @@ impl RemapMigrator {
     }
 
     /// Moves `moves` (destinations reserved) with the plain or pre-copy
-    /// protocol: pipelined over sub-batches when write-protection holds
-    /// the frames and they are enough of them ([`pipelines`]), one step
-    /// after another otherwise.
+    /// protocol: frames under the write stop one step after another, the
+    /// others pipelined when they are enough
+    /// ([`move_protected`](Self::move_protected)).
     fn move_frames(&self, moves: Vec<Planned>, out: &mut BatchOutcome) {
         // Frames no write-protection covers move in one stop of the whole
         // VM per batch: every stop costs each vCPU a trip out of the guest.
@@ -733,13 +732,7 @@ impl RemapMigrator {
             .into_iter()
             .partition(|m| self.hold_for(&[m.from]) == Hold::Stop);
         self.move_sequentially(stopped, Hold::Stop, out);
-        if !pipelines(protected.len(), self.precopy.is_some()) {
-            self.move_sequentially(protected, Hold::Protect, out);
-        } else if let Some(cfg) = &self.precopy {
-            self.pipelined_precopy(cfg, protected, out);
-        } else {
-            self.pipelined_phase(protected, out);
-        }
+        self.move_protected(protected, out);
     }
 
     /// Moves `moves`, all held by `hold`, one step after another. Plain

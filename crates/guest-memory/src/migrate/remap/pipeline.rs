@@ -43,12 +43,25 @@ const PIPELINE_DEPTH: usize = 4;
 /// read per sub-batch, and the first sub-batch's copy and the last one's
 /// final groups run alone): 16-frame pre-copy batches measured 0.62-0.71×
 /// of the best copy pipelined, 0.71-0.75× in sequence (2 cores, idle guest).
-pub(super) fn pipelines(frames: usize, precopy: bool) -> bool {
+fn pipelines(frames: usize, precopy: bool) -> bool {
     let sub_batches = if precopy { PIPELINE_DEPTH } else { 2 };
     frames >= sub_batches * PIPELINE_MIN_FRAMES
 }
 
 impl RemapMigrator {
+    /// Moves `moves`, all held by write-protection: pipelined when they
+    /// make enough sub-batches ([`pipelines`]), one step after another
+    /// otherwise.
+    pub(super) fn move_protected(&self, moves: Vec<Planned>, out: &mut BatchOutcome) {
+        if !pipelines(moves.len(), self.precopy.is_some()) {
+            self.move_sequentially(moves, Hold::Protect, out);
+        } else if let Some(cfg) = &self.precopy {
+            self.pipelined_precopy(cfg, moves, out);
+        } else {
+            self.pipelined_phase(moves, out);
+        }
+    }
+
     /// The plain protocol over `moves` (writers held by write-protection),
     /// pipelined: the batch is cut, in frame order, into sub-batches, and
     /// while this thread copies sub-batch k, one helper write-protects
@@ -60,7 +73,7 @@ impl RemapMigrator {
     /// its own, exactly as a batch of the sequential protocol does: a
     /// failure in sub-batch k leaves its frames where they were with their
     /// writes, while its neighbours go on.
-    pub(super) fn pipelined_phase(&self, mut moves: Vec<Planned>, out: &mut BatchOutcome) {
+    fn pipelined_phase(&self, mut moves: Vec<Planned>, out: &mut BatchOutcome) {
         moves.sort_by_key(|m| m.frame);
         let subs: Vec<&[Planned]> = moves.chunks(sub_batch_frames(moves.len())).collect();
         let frames: Vec<FrameId> = moves.iter().map(|m| m.frame).collect();
@@ -151,7 +164,7 @@ impl RemapMigrator {
     /// sub-batch waits for the helper; what the guest writes meanwhile is
     /// in its final delta. A failed pre-copy of sub-batch k gives up that
     /// sub-batch only.
-    pub(super) fn pipelined_precopy(
+    fn pipelined_precopy(
         &self,
         cfg: &PrecopyConfig,
         mut moves: Vec<Planned>,
