@@ -19,7 +19,7 @@ use guest_memory::{
     BatchOutcome, Location, Migrator, Move, MoveError, MoveStep, Placement, StepError, TieredMemory,
 };
 use guest_memory::{FrameId, GpaRange, TierId};
-use page_copy::{EngineSpec, engine_from_spec};
+use page_copy::{CopyEngine, EngineSpec, engine_from_spec};
 
 use crate::common::{config, memfd, read_host_u64, tier_mappings, write_host_u64};
 
@@ -68,11 +68,7 @@ fn rig_placed(
     let guard = Arc::new(WriteGuard::with_options(mem.regions(), options).unwrap());
     let log = Arc::new(HostWriteLog::new(FRAMES * FRAME));
     log.enable();
-    let engine = engine_from_spec(&EngineSpec::Threads {
-        workers: 2,
-        pin: false,
-    })
-    .unwrap();
+    let engine = two_thread_engine();
     let pre = precopy.then(|| PrecopyConfig::new(log.clone()));
     let migrator = RemapMigrator::new(mem.clone(), guard.clone(), engine, pre).unwrap();
     Rig {
@@ -81,6 +77,15 @@ fn rig_placed(
         migrator,
         guard: Some(guard),
     }
+}
+
+/// The copy engine every rig migrates with: two threads, unpinned.
+fn two_thread_engine() -> Box<dyn CopyEngine> {
+    engine_from_spec(&EngineSpec::Threads {
+        workers: 2,
+        pin: false,
+    })
+    .unwrap()
 }
 
 /// Words per frame a writer owns: every frame has words of every writer.
@@ -595,11 +600,7 @@ fn a_failure_in_one_precopy_sub_batch_rolls_back_that_sub_batch_only() {
         reset_at: AtomicU64::new(u64::MAX),
         take_at: AtomicU64::new(u64::MAX),
     });
-    let engine = engine_from_spec(&EngineSpec::Threads {
-        workers: 2,
-        pin: false,
-    })
-    .unwrap();
+    let engine = two_thread_engine();
     let guard = rig.guard.clone().unwrap();
     let pre = Some(PrecopyConfig::new(dirty.clone()));
     rig.migrator = RemapMigrator::new(rig.mem.clone(), guard, engine, pre).unwrap();
@@ -865,11 +866,7 @@ fn preallocated_tiers_keep_released_memory_and_lose_no_write() {
         );
     }
     let guard = Arc::new(WriteGuard::new(mem.regions()).unwrap());
-    let engine = engine_from_spec(&EngineSpec::Threads {
-        workers: 2,
-        pin: false,
-    })
-    .unwrap();
+    let engine = two_thread_engine();
     let log = Arc::new(HostWriteLog::new(FRAMES * FRAME));
     let migrator = RemapMigrator::new(mem.clone(), guard, engine, None).unwrap();
     let rig = Rig {
