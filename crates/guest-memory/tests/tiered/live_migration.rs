@@ -552,6 +552,64 @@ fn pipelined_precopy_loses_no_write() {
     assert!(total.report.recopied_pages > 0, "pages were re-copied");
 }
 
+/// Moves every frame to the other tier in one batch, `batches` times.
+fn whole_batches(rig: &Rig, batches: usize) -> BatchOutcome {
+    let mut total = BatchOutcome::default();
+    for _ in 0..batches {
+        let moves: Vec<Move> = (0..FRAMES as usize)
+            .map(|f| Move {
+                frame: FrameId(f),
+                to_tier: TierId(1 - rig.mem.location(FrameId(f)).unwrap().tier.index()),
+            })
+            .collect();
+        total.absorb(rig.migrator.migrate_moves(&moves));
+    }
+    total
+}
+
+/// A 64-frame batch has small edge sub-batches: plain cuts it into 4, 14,
+/// 14, 14, 14 and 4 frames, pre-copy into 15, 15, 15, 15 and 4.
+#[test]
+fn batches_with_small_edge_sub_batches_lose_no_write() {
+    for (precopy, subs) in [(false, 6), (true, 5)] {
+        let rig = rig(FRAMES, FRAMES, precopy);
+        let faults = rig.migrator.faults().unwrap().clone();
+        let total = under_fire(&rig, |r| {
+            let mut total = whole_batches(r, 30);
+            assert_eq!(total.report.moved, 30 * FRAMES as usize);
+            assert_eq!(total.report.sub_batches, 30 * subs);
+            if !precopy {
+                // A failure in an edge sub-batch keeps just its frames
+                // (the plain protocol copies once a sub-batch).
+                for (step, skip, stays) in [(Step::Protect, 0, 0..4), (Step::Copy, 5, 60..64)] {
+                    let before: Vec<Location> = (0..FRAMES as usize)
+                        .map(|f| r.mem.location(FrameId(f)).unwrap())
+                        .collect();
+                    faults.fail_after(step, skip, 1);
+                    let out = whole_batches(r, 1);
+                    faults.fail_next(step, 0);
+                    let mut failed: Vec<usize> =
+                        out.failed.iter().flat_map(|e| e.frames.clone()).collect();
+                    failed.sort_unstable();
+                    assert_eq!(failed, stays.clone().collect::<Vec<_>>(), "{step:?}");
+                    for (f, was) in before.iter().enumerate() {
+                        let stayed = r.mem.location(FrameId(f)).unwrap() == *was;
+                        assert_eq!(stayed, stays.contains(&f), "{step:?}: frame {f}");
+                    }
+                    total.absorb(out);
+                }
+            }
+            total
+        });
+        assert_eq!(
+            total.report.aborted,
+            if precopy { 0 } else { 8 },
+            "{:?}",
+            total.failed
+        );
+    }
+}
+
 /// A dirty source that fails every reset, or every take, whose spans
 /// hold the address set for it (none while that is `u64::MAX`), and
 /// otherwise reads the host log.
