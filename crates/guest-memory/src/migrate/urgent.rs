@@ -6,16 +6,32 @@
 //! slice, milliseconds. [`Urgent`] lowers the calling thread's nice value
 //! for the protected window and puts it back afterwards. Lowering nice
 //! needs `CAP_SYS_NICE`; without it the guard does nothing.
+//!
+//! A low nice value only shortens the wait: the fair scheduler still gives
+//! a nice-0 thread (a copy worker, a vCPU) a whole slice now and then, and
+//! a migrator thread runnable meanwhile waits for it, a 4 ms tick on the
+//! development machines. [`Urgent::realtime`] is for windows that are
+//! short by construction (a pre-copy final group: a few pages to copy and
+//! a remap): the thread runs `SCHED_FIFO` at the lowest real-time
+//! priority, so it runs as soon as it is runnable; where the host refuses
+//! real-time scheduling it falls back to the nice value.
 
 /// Nice value of a migrator thread inside a protected window.
 pub const URGENT_NICE: i32 = -10;
 
-/// Holds the calling thread at [`URGENT_NICE`] (or its own, if lower)
-/// until dropped.
+/// Real-time priority of a thread held by [`Urgent::realtime`]: the
+/// lowest `SCHED_FIFO` priority, above every fair-scheduled thread and
+/// below any real-time thread the host runs.
+pub const URGENT_RT_PRIORITY: i32 = 1;
+
+/// Holds the calling thread at [`URGENT_NICE`] (or its own, if lower), or
+/// at [`URGENT_RT_PRIORITY`], until dropped.
 #[derive(Debug)]
 pub struct Urgent {
     tid: libc::id_t,
     restore: Option<i32>,
+    /// The policy to put back, when the thread was made real-time.
+    restore_policy: Option<libc::c_int>,
 }
 
 impl Urgent {
@@ -35,13 +51,42 @@ impl Urgent {
                 restore = Some(old);
             }
         }
-        Urgent { tid, restore }
+        Urgent {
+            tid,
+            restore,
+            restore_policy: None,
+        }
+    }
+
+    /// Makes the calling thread real-time (`SCHED_FIFO` at
+    /// [`URGENT_RT_PRIORITY`]) if it is fair-scheduled and the host allows
+    /// it, and lowers its nice value ([`new`](Self::new)) otherwise.
+    pub fn realtime() -> Self {
+        // SAFETY: gettid has no arguments and cannot fail.
+        let tid = unsafe { libc::gettid() };
+        // SAFETY: a plain syscall on our own thread id.
+        let policy = unsafe { libc::sched_getscheduler(tid) };
+        if policy == libc::SCHED_OTHER {
+            let param = libc::sched_param {
+                sched_priority: URGENT_RT_PRIORITY,
+            };
+            // SAFETY: a plain syscall on our own thread id, `param` lives
+            // across the call.
+            if unsafe { libc::sched_setscheduler(tid, libc::SCHED_FIFO, &param) } == 0 {
+                return Urgent {
+                    tid: tid as libc::id_t,
+                    restore: None,
+                    restore_policy: Some(policy),
+                };
+            }
+        }
+        Self::new()
     }
 
     /// Whether the priority was raised (and will be restored).
     #[cfg(test)]
     pub fn raised(&self) -> bool {
-        self.restore.is_some()
+        self.restore.is_some() || self.restore_policy.is_some()
     }
 }
 
@@ -53,6 +98,14 @@ impl Default for Urgent {
 
 impl Drop for Urgent {
     fn drop(&mut self) {
+        if let Some(policy) = self.restore_policy {
+            let param = libc::sched_param { sched_priority: 0 };
+            // Leaving real-time scheduling is always permitted; the nice
+            // value was kept meanwhile.
+            // SAFETY: a plain syscall on our own thread id, `param` lives
+            // across the call.
+            unsafe { libc::sched_setscheduler(self.tid as libc::pid_t, policy, &param) };
+        }
         if let Some(old) = self.restore {
             // Raising nice back is always permitted.
             // SAFETY: a plain syscall on our own thread id.
@@ -83,6 +136,32 @@ mod tests {
                     assert_eq!(nice(), before, "no privilege: unchanged");
                 }
             }
+            assert_eq!(nice(), before);
+        })
+        .join()
+        .unwrap();
+    }
+
+    fn policy() -> libc::c_int {
+        // SAFETY: a plain syscall on our own thread id.
+        unsafe { libc::sched_getscheduler(libc::gettid()) }
+    }
+
+    #[test]
+    fn realtime_while_held_and_fair_again_after() {
+        std::thread::spawn(|| {
+            let before = nice();
+            assert_eq!(policy(), libc::SCHED_OTHER);
+            {
+                let u = Urgent::realtime();
+                if policy() == libc::SCHED_FIFO {
+                    assert!(u.raised());
+                } else {
+                    // Real-time refused: at most the nice value.
+                    assert!(nice() <= before);
+                }
+            }
+            assert_eq!(policy(), libc::SCHED_OTHER);
             assert_eq!(nice(), before);
         })
         .join()

@@ -829,8 +829,13 @@ impl RemapMigrator {
         if moves.is_empty() {
             return;
         }
-        // Writers may wait on this thread from here to the last wake.
-        let _urgent = Urgent::new();
+        // Writers may wait on this thread from here to the last wake. A
+        // pre-copy group copies a few pages only: real-time is safe there.
+        let _urgent = if self.precopy.is_some() {
+            Urgent::realtime()
+        } else {
+            Urgent::new()
+        };
         let frames: Vec<FrameId> = moves.iter().map(|m| m.frame).collect();
         let started = Instant::now();
         let (held, result) = self.hold_writers(hold, &frames);
