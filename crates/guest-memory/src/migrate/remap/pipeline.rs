@@ -276,10 +276,10 @@ fn sub_batches(moves: &[Planned], precopy: bool) -> Vec<&[Planned]> {
 /// first one's protection before the copy starts, the last one's remap or
 /// final groups after it ends) scale with the edge sub-batches, so these
 /// hold a quarter of a middle one. Pre-copy's first sub-batch is not
-/// protected before its copy and stays whole. With the edges, 64-frame
-/// batches on shmem tiers with an idle guest moved 10.9 GB/s instead of
-/// 10.4 (plain) and 9.4 instead of 9.0 (pre-copy): means of five
-/// alternating runs on 2 cores, copy engine busy 88-92 % of the batch.
+/// protected before its copy and stays whole. The edges matter where the
+/// copy is fast against the remap (many copy threads); on 2 cores, where
+/// the copy takes most of a batch, they raised the copy engine's busy
+/// share of a plain batch from 87 % to 90 % (64 frames).
 fn sub_batch_sizes(frames: usize, precopy: bool) -> Vec<usize> {
     let middle_size = frames
         .div_ceil(PIPELINE_DEPTH)
