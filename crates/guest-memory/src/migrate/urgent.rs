@@ -30,8 +30,9 @@ pub const URGENT_RT_PRIORITY: i32 = 1;
 pub struct Urgent {
     tid: libc::id_t,
     restore: Option<i32>,
-    /// The policy to put back, when the thread was made real-time.
-    restore_policy: Option<libc::c_int>,
+    /// Whether the thread was made real-time (from `SCHED_OTHER`, which
+    /// the drop puts back).
+    realtime: bool,
 }
 
 impl Urgent {
@@ -54,7 +55,7 @@ impl Urgent {
         Urgent {
             tid,
             restore,
-            restore_policy: None,
+            realtime: false,
         }
     }
 
@@ -76,7 +77,7 @@ impl Urgent {
                 return Urgent {
                     tid: tid as libc::id_t,
                     restore: None,
-                    restore_policy: Some(policy),
+                    realtime: true,
                 };
             }
         }
@@ -86,7 +87,7 @@ impl Urgent {
     /// Whether the priority was raised (and will be restored).
     #[cfg(test)]
     pub fn raised(&self) -> bool {
-        self.restore.is_some() || self.restore_policy.is_some()
+        self.restore.is_some() || self.realtime
     }
 }
 
@@ -98,13 +99,13 @@ impl Default for Urgent {
 
 impl Drop for Urgent {
     fn drop(&mut self) {
-        if let Some(policy) = self.restore_policy {
+        if self.realtime {
             let param = libc::sched_param { sched_priority: 0 };
             // Leaving real-time scheduling is always permitted; the nice
             // value was kept meanwhile.
             // SAFETY: a plain syscall on our own thread id, `param` lives
             // across the call.
-            unsafe { libc::sched_setscheduler(self.tid as libc::pid_t, policy, &param) };
+            unsafe { libc::sched_setscheduler(self.tid as libc::pid_t, libc::SCHED_OTHER, &param) };
         }
         if let Some(old) = self.restore {
             // Raising nice back is always permitted.
