@@ -23,6 +23,7 @@ use thiserror::Error;
 
 use guest_memory::GpaRange;
 use guest_memory::migrate::{DirtyError, DirtySource};
+use guest_memory::page_bits::{set_pages, word_masks};
 
 const PAGE: u64 = 4096;
 const KVMIO: u64 = 0xae;
@@ -221,35 +222,39 @@ impl KvmDirtyLog {
             let slot = self.shared.slots[i];
             let bitmap = self.get(slot)?;
             // Only the requested ranges are harvested: other pages keep
-            // their bits in KVM for a later harvest.
-            let mut mine = vec![0u64; bitmap.len()];
+            // their bits in KVM for a later harvest. `mine` covers the
+            // words from the ranges' first to their last, from word
+            // `base`: a pre-copy group asks for a frame or two of a slot
+            // of many GiB, many times a batch.
+            let base = ranges.iter().map(|&(first, _)| first / 64).min();
+            let end = ranges.iter().map(|&(_, end)| end.div_ceil(64)).max();
+            let (Some(base), Some(end)) = (base, end) else {
+                continue;
+            };
+            let (base, end) = (base as usize, (end as usize).min(bitmap.len()));
+            let mut mine = vec![0u64; end.saturating_sub(base)];
             for (first, end) in ranges {
-                for page in first..end {
-                    let (w, b) = word_bit(page);
-                    if bitmap.get(w).is_some_and(|word| word & b != 0) {
-                        mine[w] |= b;
+                for (w, mask) in word_masks(first, end) {
+                    if let (Some(word), Some(into)) = (bitmap.get(w), mine.get_mut(w - base)) {
+                        *into |= word & mask;
                     }
                 }
             }
-            self.clear(slot, &mine)?;
+            self.clear(slot, base, &mine)?;
             for c in &consumers {
                 for (w, bits) in mine.iter().enumerate().filter(|(_, b)| **b != 0) {
-                    c.slots[i][w].fetch_or(*bits, Ordering::SeqCst);
+                    c.slots[i][base + w].fetch_or(*bits, Ordering::SeqCst);
                 }
             }
         }
         Ok(())
     }
 
-    /// `KVM_CLEAR_DIRTY_LOG` for the set bits of `bits` (a whole-slot
-    /// bitmap), in 64-page aligned windows as the API requires
-    /// ([`clear_windows`]).
-    fn clear(&self, slot: Memslot, bits: &[u64]) -> Result<(), DirtyLogError> {
-        let pages = slot.pages();
-        for (start, w) in clear_windows(bits) {
-            let first_page = start as u64 * 64;
-            let num_pages = ((w - start) as u64 * 64).min(pages - first_page);
-            let mut window: Vec<u64> = bits[start..w].to_vec();
+    /// `KVM_CLEAR_DIRTY_LOG` for the set bits of `bits` (the slot's
+    /// bitmap from word `base` on), in 64-page aligned windows as the API
+    /// requires ([`clear_windows`]).
+    fn clear(&self, slot: Memslot, base: usize, bits: &[u64]) -> Result<(), DirtyLogError> {
+        for (first_page, num_pages, mut window) in clear_calls(base, bits, slot.pages()) {
             let mut arg = kvm_clear_dirty_log {
                 slot: slot.slot,
                 num_pages: num_pages as u32,
@@ -286,12 +291,10 @@ impl DirtyConsumer {
                 continue;
             };
             let base = self.log.shared.slots[i].gpa;
-            for page in first..end {
-                let (w, b) = word_bit(page);
-                if self.pending.slots[i][w].fetch_and(!b, Ordering::SeqCst) & b != 0 {
-                    if let Some(out) = out.as_deref_mut() {
-                        out.push(base + page * PAGE);
-                    }
+            for (w, mask) in word_masks(first, end) {
+                let taken = self.pending.slots[i][w].fetch_and(!mask, Ordering::SeqCst) & mask;
+                if let Some(out) = out.as_deref_mut() {
+                    out.extend(set_pages(w, taken).map(|page| base + page * PAGE));
                 }
             }
         }
@@ -317,13 +320,11 @@ impl DirtyConsumer {
             let slot = self.log.shared.slots[i];
             let bitmap = self.log.get(slot)?;
             for (first, end) in ranges {
-                for page in first..end {
-                    let (w, b) = word_bit(page);
-                    let pending = self.pending.slots[i][w].fetch_and(!b, Ordering::SeqCst) & b;
-                    let kvm = bitmap.get(w).map_or(0, |word| word & b);
-                    if pending | kvm != 0 {
-                        out.push(slot.gpa + page * PAGE);
-                    }
+                for (w, mask) in word_masks(first, end) {
+                    let pending =
+                        self.pending.slots[i][w].fetch_and(!mask, Ordering::SeqCst) & mask;
+                    let kvm = bitmap.get(w).map_or(0, |word| word & mask);
+                    out.extend(set_pages(w, pending | kvm).map(|page| slot.gpa + page * PAGE));
                 }
             }
         }
@@ -370,6 +371,20 @@ impl DirtySource for DirtyConsumer {
 /// per memslot, not one per run of set bits.
 const MAX_CLEAR_BITS: u32 = 4096;
 
+/// The `KVM_CLEAR_DIRTY_LOG` calls for the set bits of `bits`, the
+/// bitmap of a slot of `pages` pages from word `base` on: each call's
+/// first page, page count and bitmap ([`clear_windows`]).
+fn clear_calls(base: usize, bits: &[u64], pages: u64) -> Vec<(u64, u64, Vec<u64>)> {
+    clear_windows(bits)
+        .into_iter()
+        .map(|(start, end)| {
+            let first_page = (base + start) as u64 * 64;
+            let num_pages = ((end - start) as u64 * 64).min(pages - first_page);
+            (first_page, num_pages, bits[start..end].to_vec())
+        })
+        .collect()
+}
+
 /// The word ranges `[start, end)` of `bits` to clear, one call each: from
 /// a word with set bits on, over gaps, until [`MAX_CLEAR_BITS`] set bits,
 /// so every range starts and ends with set bits.
@@ -398,14 +413,19 @@ fn clear_windows(bits: &[u64]) -> Vec<(usize, usize)> {
     windows
 }
 
-/// The word of a dirty bitmap that holds `page`'s bit, and the bit.
-fn word_bit(page: u64) -> (usize, u64) {
-    ((page / 64) as usize, 1u64 << (page % 64))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clear_calls_are_placed_from_the_base_word() {
+        // Words 10 and 12 of a 1000-page slot, given from word 10 on.
+        let calls = clear_calls(10, &[0b1, 0, 1 << 5], 1000);
+        assert_eq!(calls, [(640, 192, vec![0b1, 0, 1 << 5])]);
+        // The slot's last, partial word: the count stops at its end.
+        assert_eq!(clear_calls(15, &[0b11], 1000), [(960, 40, vec![0b11])]);
+        assert!(clear_calls(3, &[0, 0], 1000).is_empty());
+    }
 
     #[test]
     fn clears_span_gaps_up_to_a_bound_and_start_and_end_on_set_bits() {

@@ -41,6 +41,7 @@ mod move_pages;
 mod numa;
 mod numa_check;
 mod numa_error;
+pub mod page_bits;
 mod placement;
 mod proc_maps;
 mod runs;

@@ -22,6 +22,7 @@ use std::sync::{Condvar, Mutex, PoisonError, RwLock};
 use thiserror::Error;
 
 use crate::gpa_range::GpaRange;
+use crate::page_bits::{set_pages, word_masks};
 
 /// Size of a dirty-tracking page.
 pub const PAGE_SIZE: u64 = 4096;
@@ -139,18 +140,17 @@ impl HostWriteLog {
         }
         let first = gpa / PAGE_SIZE;
         let last = gpa.saturating_add(len - 1) / PAGE_SIZE;
-        for page in first..=last {
-            if let Some(word) = self.bits.get((page / 64) as usize) {
-                word.fetch_or(1 << (page % 64), Ordering::SeqCst);
+        for (w, mask) in word_masks(first, last + 1) {
+            if let Some(word) = self.bits.get(w) {
+                word.fetch_or(mask, Ordering::SeqCst);
             }
         }
     }
 
-    fn pages(spans: &[GpaRange]) -> impl Iterator<Item = u64> + '_ {
+    /// The bitmap words `spans` cover, with the mask of their pages.
+    fn words(spans: &[GpaRange]) -> impl Iterator<Item = (usize, u64)> + '_ {
         spans.iter().flat_map(|&GpaRange { gpa, len }| {
-            let first = gpa / PAGE_SIZE;
-            let last = (gpa + len).div_ceil(PAGE_SIZE);
-            first..last
+            word_masks(gpa / PAGE_SIZE, (gpa + len).div_ceil(PAGE_SIZE))
         })
     }
 }
@@ -161,9 +161,9 @@ impl DirtySource for HostWriteLog {
             .sections
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        for page in Self::pages(spans) {
-            if let Some(word) = self.bits.get((page / 64) as usize) {
-                word.fetch_and(!(1 << (page % 64)), Ordering::SeqCst);
+        for (w, mask) in Self::words(spans) {
+            if let Some(word) = self.bits.get(w) {
+                word.fetch_and(!mask, Ordering::SeqCst);
             }
         }
         Ok(())
@@ -189,12 +189,10 @@ impl DirtySource for HostWriteLog {
 
 impl HostWriteLog {
     fn collect(&self, spans: &[GpaRange], out: &mut Vec<u64>) {
-        for page in Self::pages(spans) {
-            if let Some(word) = self.bits.get((page / 64) as usize) {
-                let bit = 1 << (page % 64);
-                if word.fetch_and(!bit, Ordering::SeqCst) & bit != 0 {
-                    out.push(page * PAGE_SIZE);
-                }
+        for (w, mask) in Self::words(spans) {
+            if let Some(word) = self.bits.get(w) {
+                let taken = word.fetch_and(!mask, Ordering::SeqCst) & mask;
+                out.extend(set_pages(w, taken).map(|page| page * PAGE_SIZE));
             }
         }
     }
@@ -298,5 +296,15 @@ mod tests {
         out.clear();
         log.take(&[GpaRange::new(0, 1 << 20)], &mut out).unwrap();
         assert!(out.is_empty());
+        // Across a word of the bitmap (pages 63, 64, 65): only the asked
+        // pages are taken, whole words at a time.
+        note(0x3_f000, 0x3000);
+        log.take(&[GpaRange::new(0x4_0000, 0x1000)], &mut out)
+            .unwrap();
+        assert_eq!(out, [0x4_0000]);
+        out.clear();
+        log.reset(&[GpaRange::new(0x4_1000, 0x1000)]).unwrap();
+        log.take(&[GpaRange::new(0, 1 << 20)], &mut out).unwrap();
+        assert_eq!(out, [0x3_f000], "page 65 was reset, 63 stays");
     }
 }
