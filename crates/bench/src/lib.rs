@@ -21,6 +21,7 @@
 //! * [`report`] — the whole run (invocation, machine, suite results) as
 //!   text, JSON and markdown; [`output`] writes the files;
 //! * shared tools: [`stats`] and [`bandwidth`] (medians, ratios),
+//!   [`verdict`] (an issue's target judged against measured values),
 //!   [`table`], [`plot`] (SVG line charts) and [`palette`] (their colours),
 //!   [`grid_chart`] (SVG time ×
 //!   frame grids), [`progress`] (indicatif bars),
@@ -54,6 +55,7 @@ pub mod suite;
 pub mod suite_common;
 pub mod table;
 pub mod track;
+pub mod verdict;
 pub mod workloads;
 
 #[cfg(test)]

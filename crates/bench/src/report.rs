@@ -166,7 +166,7 @@ mod tests {
     fn migrate_and_soak_sections_render() {
         let mut report = sample_report();
         report.results = vec![
-            SuiteResult::Migrate(sample_migrate_result()),
+            SuiteResult::Migrate(Box::new(sample_migrate_result())),
             SuiteResult::MigrateSoak(sample_soak_result()),
         ];
         let md = report.render_markdown().unwrap();

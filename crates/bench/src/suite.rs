@@ -184,7 +184,7 @@ pub fn run(suite: Suite, options: &RunOptions) -> Result<SuiteResult, SuiteError
                 .map_err(MigrateSuiteError::from)?
                 .with_hugetlb(options.hugetlb)
                 .with_write_wait_hold(options.hold_until_write_waits);
-            Ok(SuiteResult::Migrate(migrate::run(settings)?))
+            Ok(SuiteResult::Migrate(Box::new(migrate::run(settings)?)))
         }
         Suite::MigrateSoak => {
             let migrations = options.soak.unwrap_or(SOAK_DEFAULT_MIGRATIONS);
@@ -232,8 +232,9 @@ pub fn run(suite: Suite, options: &RunOptions) -> Result<SuiteResult, SuiteError
 pub enum SuiteResult {
     /// The copy suite's result.
     Copy(CopyResult),
-    /// The migrate suite's result.
-    Migrate(MigrateResult),
+    /// The migrate suite's result (boxed: its targets make it the
+    /// largest).
+    Migrate(Box<MigrateResult>),
     /// A soak run's result.
     #[serde(rename = "migrate-soak")]
     MigrateSoak(SoakResult),
@@ -384,9 +385,10 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(value["suite"], "migrate-soak");
-        let value =
-            serde_json::to_value(SuiteResult::Migrate(crate::testing::sample_migrate_result()))
-                .unwrap();
+        let value = serde_json::to_value(SuiteResult::Migrate(Box::new(
+            crate::testing::sample_migrate_result(),
+        )))
+        .unwrap();
         assert_eq!(value["suite"], "migrate");
         let value = serde_json::to_value(SuiteResult::Track(crate::testing::sample_track_result()))
             .unwrap();

@@ -115,7 +115,14 @@ fn quick_migrate_suite_measures_and_verifies_every_scenario() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     svgs.sort();
-    assert_eq!(svgs, ["migrate-bandwidth.svg", "migrate-stalls.svg"]);
+    assert_eq!(
+        svgs,
+        [
+            "migrate-bandwidth.svg",
+            "migrate-stalls.svg",
+            "migrate-vs-copy.svg"
+        ]
+    );
     let chart = fs::read_to_string(svg.join("migrate-bandwidth.svg")).unwrap();
     assert!(chart.contains("best copy"));
 

@@ -1,14 +1,19 @@
 //! The migrate suite's pictures: migration bandwidth against batch size
-//! for every protocol and guest load, with the best copy and the 85%
-//! target for reference; and the write stalls (p50 / p99 / max, log
-//! scale) against batch size for every scenario in which writes waited,
-//! with the 1 ms pre-copy target.
+//! for every protocol and guest load, with the best copy for reference;
+//! the share of the copy each scenario is judged on (issue 27's targets,
+//! [`judged_share`]) against batch size, with the plain and pre-copy
+//! targets; and the write stalls (p50 / p99 / max, log scale) against
+//! batch size for every scenario in which writes waited, with the 1 ms
+//! pre-copy target.
 
 use std::path::{Path, PathBuf};
 
-use super::result::{MigrateResult, ScenarioResult, TARGET_PRECOPY_P99_US, TARGET_VS_BEST_COPY};
+use super::result::{BatchSizeResult, MigrateResult, ScenarioResult};
 use super::scenario::{GuestLoad, Protocol};
 use super::stalls::StallSummary;
+use super::targets::{
+    TARGET_MIN_BATCH, TARGET_PLAIN, TARGET_PRECOPY, TARGET_PRECOPY_P99_US, judged_share,
+};
 use crate::plot::{LineChart, PlotError, Rgb, Series, Stroke, XAxis, YAxis};
 use crate::size::format_size;
 
@@ -24,13 +29,19 @@ const PRECOPY_DARK: Rgb = Rgb(140, 60, 0);
 const BEST: Rgb = Rgb(214, 39, 40);
 const TARGET: Rgb = Rgb(120, 120, 120);
 
-/// Writes `migrate-bandwidth.svg` and, when any write stalled,
-/// `migrate-stalls.svg` into `dir` (which must exist); returns the paths.
+/// Writes `migrate-bandwidth.svg`, `migrate-vs-copy.svg` and, when any
+/// write stalled, `migrate-stalls.svg` into `dir` (which must exist);
+/// returns the paths.
 pub fn write_svgs(result: &MigrateResult, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     let mut written = Vec::new();
-    let path = dir.join("migrate-bandwidth.svg");
-    bandwidth_chart(result).write_svg(&path)?;
-    written.push(path);
+    for (name, chart) in [
+        ("migrate-bandwidth.svg", bandwidth_chart(result)),
+        ("migrate-vs-copy.svg", share_chart(result)),
+    ] {
+        let path = dir.join(name);
+        chart.write_svg(&path)?;
+        written.push(path);
+    }
     let stalls = stall_chart(result);
     if !stalls.series.iter().all(|s| s.stroke == Stroke::Dashed) {
         let path = dir.join("migrate-stalls.svg");
@@ -75,11 +86,13 @@ fn x_range(result: &MigrateResult) -> (f64, f64) {
     (-0.5, x_of(largest) + 0.5)
 }
 
-/// Bandwidth against batch size.
-pub fn bandwidth_chart(result: &MigrateResult) -> LineChart {
-    let x_range = x_range(result);
-    let best = &result.copy_reference.best;
-    let mut series: Vec<Series> = result
+/// One line per scenario with a value: `value` of each batch size against
+/// the batch size.
+fn scenario_series(
+    result: &MigrateResult,
+    value: impl Fn(&ScenarioResult, &BatchSizeResult) -> Option<f64>,
+) -> Vec<Series> {
+    result
         .scenarios
         .iter()
         .map(|s| Series {
@@ -87,12 +100,20 @@ pub fn bandwidth_chart(result: &MigrateResult) -> LineChart {
             points: s
                 .batch_sizes
                 .iter()
-                .map(|b| (x_of(b.frames_per_batch), b.gbps))
+                .filter_map(|b| Some((x_of(b.frames_per_batch), value(s, b)?)))
                 .collect(),
             color: color(s),
             stroke: Stroke::Solid,
         })
-        .collect();
+        .filter(|s| !s.points.is_empty())
+        .collect()
+}
+
+/// Bandwidth against batch size.
+pub fn bandwidth_chart(result: &MigrateResult) -> LineChart {
+    let x_range = x_range(result);
+    let best = &result.copy_reference.best;
+    let mut series = scenario_series(result, |_, b| Some(b.gbps));
     series.push(Series::horizontal(
         format!(
             "best copy {:.2} GB/s ({}×{})",
@@ -101,12 +122,6 @@ pub fn bandwidth_chart(result: &MigrateResult) -> LineChart {
         best.median_gbps,
         x_range,
         BEST,
-    ));
-    series.push(Series::horizontal(
-        format!("target: {:.0}% of best copy", TARGET_VS_BEST_COPY * 100.0),
-        best.median_gbps * TARGET_VS_BEST_COPY,
-        x_range,
-        TARGET,
     ));
     LineChart {
         title: format!(
@@ -120,10 +135,35 @@ pub fn bandwidth_chart(result: &MigrateResult) -> LineChart {
         x_range,
         x_axis: XAxis::PowersOfTwo,
         y_axis: YAxis::LinearFromZero,
-        series: series
-            .into_iter()
-            .filter(|s| !s.points.is_empty())
-            .collect(),
+        series,
+    }
+}
+
+/// The share of the copy each scenario is judged on against batch size,
+/// with the plain and pre-copy targets.
+pub fn share_chart(result: &MigrateResult) -> LineChart {
+    let x_range = x_range(result);
+    let mut series = scenario_series(result, |s, b| judged_share(s.guest, b));
+    for (who, bound, colour) in [
+        ("remap", TARGET_PLAIN, REMAP),
+        ("pre-copy", TARGET_PRECOPY, PRECOPY),
+    ] {
+        series.push(Series::horizontal(
+            format!("target: {who} ≥ {bound:.2}× (batches ≥ {TARGET_MIN_BATCH} frames)"),
+            bound,
+            x_range,
+            colour,
+        ));
+    }
+    LineChart {
+        title: "migrate: bandwidth × the copy each scenario is judged against (issue 27)"
+            .to_owned(),
+        x_label: "frames per batch".to_owned(),
+        y_label: "× the copy".to_owned(),
+        x_range,
+        x_axis: XAxis::PowersOfTwo,
+        y_axis: YAxis::LinearFromZero,
+        series,
     }
 }
 
@@ -197,7 +237,20 @@ mod tests {
         );
         assert_eq!(chart.series[1].points, [(0.0, 1.0), (4.0, 4.0), (6.0, 8.0)]);
         assert!(labels[4].starts_with("best copy 10.00 GB/s"));
-        assert_eq!(chart.series[5].points, [(-0.5, 8.5), (6.5, 8.5)]);
+        assert_eq!(chart.series.len(), 5);
+    }
+
+    #[test]
+    fn share_chart_draws_the_judged_shares_and_both_targets() {
+        let chart = share_chart(&sample_migrate_result());
+        assert_eq!(chart.series.len(), 6);
+        let busy = &chart.series[1];
+        assert_eq!(busy.label, "remap, write-busy guest");
+        // 1, 4 and 8 GB/s against the copy under the load, 5 GB/s.
+        assert_eq!(busy.points, [(0.0, 0.2), (4.0, 0.8), (6.0, 1.6)]);
+        assert_eq!(chart.series[4].points, [(-0.5, 0.9), (6.5, 0.9)]);
+        assert_eq!(chart.series[5].stroke, Stroke::Dashed);
+        assert!(chart.series[5].label.contains("pre-copy ≥ 0.80×"));
     }
 
     #[test]
@@ -226,7 +279,14 @@ mod tests {
             .iter()
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
-        assert_eq!(names, ["migrate-bandwidth.svg", "migrate-stalls.svg"]);
+        assert_eq!(
+            names,
+            [
+                "migrate-bandwidth.svg",
+                "migrate-vs-copy.svg",
+                "migrate-stalls.svg"
+            ]
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

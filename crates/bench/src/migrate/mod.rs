@@ -31,6 +31,7 @@ mod soak;
 mod soak_leg;
 mod soak_result;
 mod stalls;
+mod targets;
 mod verify;
 
 use indicatif::ProgressBar;
@@ -43,16 +44,16 @@ use crate::copy::{CopySuiteError, RepeatedCopy, measure_best_parallel};
 use crate::progress;
 
 pub use charts::write_svgs;
-pub use result::{
-    BatchSizeResult, Judged, MigrateResult, PhaseTimes, ScenarioResult, TARGET_MIN_BATCH,
-    TARGET_PRECOPY_P99_US, TARGET_VS_BEST_COPY, Targets,
-};
+pub use result::{BatchSizeResult, MigrateResult, PhaseTimes, ScenarioResult};
 pub use scenario::{GuestLoad, Protocol, Scenario, scenarios};
 pub use settings::{MigrateSettings, SOAK_DEFAULT_MIGRATIONS, SettingsError, SoakSettings};
 pub use soak::run_soak;
 pub use soak_leg::Leg;
 pub use soak_result::{SoakLeg, SoakResult};
 pub use stalls::{StallSummary, format_micros};
+pub use targets::{
+    TARGET_MIN_BATCH, TARGET_PLAIN, TARGET_PRECOPY, TARGET_PRECOPY_P99_US, Targets, judged_share,
+};
 pub use verify::Verification;
 
 use guest::{GuestShape, PoolError};

@@ -35,8 +35,9 @@ pub use crate::suite_common::{
     Trace, convergence_secs, dram_hit, engine_summary, format_share, longest_convergence,
     migration_rates, min_moves, oracle_hit, phase_mops, run_spec, spec_config,
 };
+pub use crate::verdict::Verdict;
 pub use charts::{hit_chart, hit_chart_name, migration_chart, write_svgs};
-pub use result::{PhaseResult, PolicyResult, RunResult, Targets, TimePoint, Verdict, format_ratio};
+pub use result::{PhaseResult, PolicyResult, RunResult, Targets, TimePoint, format_ratio};
 pub use settings::{
     Case, PolicySettings, RUN_DEFAULTS, SPEEDS, TARGET_AFTER_SHIFT, TARGET_BYTES_RATIO,
     TARGET_SHIFT_SECS, TARGET_STEADY, format_speed,

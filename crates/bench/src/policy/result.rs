@@ -13,6 +13,7 @@ use crate::suite_common::rows::{self, KeyedRun, PhaseRow, RunRow, SuiteTables};
 use crate::suite_common::{EngineSummary, format_share};
 use crate::table::{Align, RowWidthError, Table};
 use crate::track::{format_percent, format_us};
+use crate::verdict::Verdict;
 
 /// The policy suite's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -118,61 +119,6 @@ pub struct Targets {
     pub bytes: Verdict,
 }
 
-/// One target: met by every run or not, with the worst run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Verdict {
-    /// The bound.
-    pub bound: f64,
-    /// Whether every run kept to it (false when nothing was measured).
-    pub met: bool,
-    /// Runs that kept to it.
-    pub runs_met: usize,
-    /// Runs judged.
-    pub runs: usize,
-    /// The worst value (`None`: a run had no value, which misses).
-    pub worst: Option<f64>,
-    /// Where the worst value was measured.
-    pub worst_run: Option<String>,
-}
-
-impl Verdict {
-    /// Judges `values` (run label, value; `None` misses) against `bound`,
-    /// from below (`at_least`) or above.
-    fn judge(values: &[(String, Option<f64>)], bound: f64, at_least: bool) -> Self {
-        let keeps =
-            |v: Option<f64>| v.is_some_and(|v| if at_least { v >= bound } else { v <= bound });
-        // Worse: missing, then further from the bound.
-        let badness = |v: Option<f64>| match v {
-            None => f64::INFINITY,
-            Some(v) if at_least => -v,
-            Some(v) => v,
-        };
-        let worst = values
-            .iter()
-            .max_by(|a, b| badness(a.1).total_cmp(&badness(b.1)));
-        let runs_met = values.iter().filter(|(_, v)| keeps(*v)).count();
-        Self {
-            bound,
-            met: !values.is_empty() && runs_met == values.len(),
-            runs_met,
-            runs: values.len(),
-            worst: worst.and_then(|w| w.1),
-            worst_run: worst.map(|w| w.0.clone()),
-        }
-    }
-
-    fn describe(&self, what: &str, value: impl Fn(Option<f64>) -> String) -> String {
-        let verdict = if self.met { "met" } else { "NOT MET" };
-        let worst = self.worst_run.as_ref().map_or_else(String::new, |run| {
-            format!("; worst {} ({run})", value(self.worst))
-        });
-        format!(
-            "target: {what} — {verdict} ({} of {} runs){worst}",
-            self.runs_met, self.runs
-        )
-    }
-}
-
 impl Targets {
     /// Judges `runs`.
     pub fn judge(runs: &[RunResult]) -> Self {
@@ -198,6 +144,7 @@ impl Targets {
                     "steady-state DRAM-hit ≥ {} of the oracle's",
                     format_share(TARGET_STEADY)
                 ),
+                "runs",
                 format_ratio,
             ),
             self.after_shift.describe(
@@ -208,10 +155,12 @@ impl Targets {
                     shift_window_secs,
                     TARGET_SHIFT_SECS
                 ),
+                "runs",
                 format_ratio,
             ),
             self.bytes.describe(
                 &format!("bytes migrated ≤ {TARGET_BYTES_RATIO}× the minimum needed"),
+                "runs",
                 |v| v.map_or_else(|| "—".to_owned(), |v| format!("{v:.2}×")),
             ),
         ]
