@@ -8,8 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::result::{BatchSizeResult, MigrateResult, ScenarioResult};
+use super::result::MigrateResult;
 use super::scenario::{GuestLoad, Protocol};
+use super::scenario_result::{BatchSizeResult, ScenarioResult};
 use super::stalls::StallSummary;
 use super::targets::{
     TARGET_MIN_BATCH, TARGET_PLAIN, TARGET_PRECOPY, TARGET_PRECOPY_P99_US, judged_share,

@@ -26,6 +26,7 @@ mod measure;
 mod result;
 mod runner;
 mod scenario;
+mod scenario_result;
 mod settings;
 mod soak;
 mod soak_leg;
@@ -44,8 +45,9 @@ use crate::copy::{CopySuiteError, RepeatedCopy, measure_best_parallel};
 use crate::progress;
 
 pub use charts::write_svgs;
-pub use result::{BatchSizeResult, MigrateResult, PhaseTimes, ScenarioResult};
+pub use result::MigrateResult;
 pub use scenario::{GuestLoad, Protocol, Scenario, scenarios};
+pub use scenario_result::{BatchSizeResult, PhaseTimes, ScenarioResult};
 pub use settings::{MigrateSettings, SOAK_DEFAULT_MIGRATIONS, SettingsError, SoakSettings};
 pub use soak::run_soak;
 pub use soak_leg::Leg;

@@ -14,8 +14,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::result::{BatchSizeResult, ScenarioResult};
 use super::scenario::{GuestLoad, Protocol};
+use super::scenario_result::{BatchSizeResult, ScenarioResult};
 use super::stalls::format_micros;
 use crate::copy::format_ratio;
 use crate::verdict::Verdict;
