@@ -1,6 +1,7 @@
 //! What only PID 1 does: mount the pseudo file systems, own the console, power off.
 
 use std::ffi::{CStr, CString};
+use std::io::Write;
 use std::time::Duration;
 use std::{fs, io, ptr, thread};
 
@@ -72,8 +73,17 @@ pub fn set_up() -> Result<(), Pid1Error> {
     ensure_console()
 }
 
-/// Syncs and powers off; never returns, because PID 1 exiting panics the kernel.
+/// Lets the console send what was written, then syncs and powers off; never returns, because
+/// PID 1 exiting panics the kernel.
 pub fn power_off() -> ! {
+    let _ = io::stdout().flush();
+    // A write to the serial console returns once the bytes are in the UART driver's transmit
+    // buffer. The kernel's own "reboot: Power down" goes to the UART directly and landed inside
+    // our last line ("result=pass rounds=2[ 32.37] reboot: Power down"), so the host missed the
+    // result. Wait until the console has sent everything; a console that is no tty has nothing
+    // to wait for.
+    // SAFETY: tcdrain takes a file descriptor only; stdout is the console (`set_up`).
+    unsafe { libc::tcdrain(libc::STDOUT_FILENO) };
     // SAFETY: sync and reboot take no pointers; powering off is what PID 1 finishing means.
     unsafe {
         libc::sync();
