@@ -21,7 +21,9 @@ use std::time::{Duration, Instant};
 
 use page_copy::CpuCopy;
 
-use super::{Failure, Hold, Planned, PrecopyConfig, RemapMigrator, StepResult, dirty_log};
+use super::precopy::dirty_log;
+use super::precopy_config::PrecopyConfig;
+use super::{Failure, Hold, Planned, RemapMigrator, StepResult};
 use crate::ids::FrameId;
 use crate::migrate::faults::WRITE_WAIT_LIMIT;
 use crate::migrate::outcome::BatchOutcome;
