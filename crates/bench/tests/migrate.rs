@@ -62,9 +62,14 @@ fn quick_migrate_suite_measures_and_verifies_every_scenario() {
                 let ratio = b.vs_best_copy.unwrap();
                 assert!((ratio - b.gbps / best).abs() <= 1e-9 * ratio);
                 assert!(b.phases.copy_s > 0.0);
+                // Pipelined stages run at once, so their busy times may
+                // sum past the total, but never past it plus the overlap.
+                let ph = &b.phases;
+                let named = ph.protect_s + ph.copy_s + ph.remap_s + ph.dirty_s + ph.commit_s;
                 assert!(
-                    b.phases.protect_s + b.phases.copy_s + b.phases.remap_s
-                        <= b.phases.total_s * 1.000_001
+                    named <= (ph.total_s + ph.overlap_s) * 1.000_001,
+                    "{protocol:?} {guest:?}, {} frames/batch: {ph:?}",
+                    b.frames_per_batch
                 );
                 assert!(b.bytes_copied >= b.bytes_moved);
                 let st = &b.stalls;
