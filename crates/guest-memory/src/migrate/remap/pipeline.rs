@@ -180,12 +180,14 @@ impl RemapMigrator {
     ) {
         moves.sort_by_key(|m| m.frame);
         let subs = sub_batches(&moves, true);
-        let started = Instant::now();
         let reset = dirty_log(out, None, || cfg.dirty.reset(&self.spans(&moves)));
         if let Err(why) = reset {
             self.drop_all(&moves, why, out);
             return;
         }
+        // The stages' span starts after the reset, whose time `out`
+        // already counts: the overlap is the stages' alone.
+        let started = Instant::now();
         // Protected groups and dirty-log reads take turns (see
         // `final_groups`).
         let turn = Mutex::new(());
