@@ -355,7 +355,9 @@ mod tests {
                 &|| {
                     kicks.fetch_add(1, Ordering::Relaxed);
                 },
-                Duration::from_millis(50),
+                // A hundred re-kick periods: a test thread descheduled for
+                // most of the limit still sees the second kick.
+                REKICK_EVERY * 100,
             )
             .unwrap_err();
         assert!(

@@ -56,9 +56,12 @@ fn quick_policy_suite_scores_every_workload_against_the_oracle() {
         assert_eq!(r.quota_frames, 16, "{what}");
         let phases: Vec<u64> = r.phases.iter().map(|p| p.row.phase).collect();
         assert_eq!(phases, [0, 1], "{what}: a phase shift");
-        // s× longer in real time, a phase lasts its emulated length.
+        // s× longer in real time, a phase lasts its emulated length. The
+        // upper bound leaves room for a busy host's late phase end (the
+        // barrier waits on a descheduled vCPU) and still fails a speed
+        // that was not scaled (4× off).
         let length = r.phases[0].seconds / settings.run.phase_seconds;
-        assert!((0.8..1.5).contains(&length), "{what}: {:?}", r.phases[0]);
+        assert!((0.8..2.5).contains(&length), "{what}: {:?}", r.phases[0]);
         assert!(!r.timeline.is_empty(), "{what}");
         for p in &r.timeline {
             assert!(

@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use access_track::{
     AccessSample, AccessTracker, FaultSampleConfig, FaultSampleTracker, SampleBudget,
@@ -311,8 +311,13 @@ pub fn run(r: &Run) -> Outcome {
                 },
             )
             .unwrap();
+            // A fixed rate, so the loop's own work and a late wake-up do
+            // not stretch the intervals (a phase holds enough of them
+            // however busy the host); an interval is never under half.
+            let mut next = Instant::now();
             while !done.load(Ordering::Relaxed) {
-                std::thread::sleep(r.interval);
+                next = (next + r.interval).max(Instant::now() + r.interval / 2);
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
                 let sample = tracker.collect().unwrap();
                 // Before the first phase the guest boots and warms up (it
                 // writes every page of its buffer once): evidence of no
