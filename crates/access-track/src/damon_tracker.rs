@@ -40,11 +40,11 @@ use crate::damon_sysfs::{
     DAMON_ADMIN, DamonError, DamonIntervals, MIN_DAMON_REGIONS, OwnedKdamond,
 };
 use crate::damon_trace::{Aggregated, DamonTrace, DamonTraceError, TRACEFS};
-use crate::pagemap::{Pagemap, PagemapError};
 use crate::sample::{AccessSample, AccessTracker, Coverage, TrackerError, TrackerStatus};
 use crate::sampling_settings::SamplingSettings;
 use crate::window_sampler::SamplerReport;
 use crate::xorshift::XorShift;
+use crate::{Pagemap, PagemapError};
 
 const PAGE: u64 = 4096;
 /// Checks of each region per aggregation (DAMON's own default ratio:

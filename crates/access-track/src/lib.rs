@@ -37,7 +37,6 @@ mod fault_rounds;
 mod fault_state;
 mod fault_tracker;
 mod kvm_access_log;
-mod pagemap;
 mod regions;
 mod sample;
 mod sampler_thread;
@@ -65,11 +64,11 @@ pub use dirty_tracker::{DirtyCoverage, DirtyLogTracker};
 pub use fault_config::{FaultConfigError, FaultSampleConfig, SampleBudget};
 pub use fault_state::SamplerTotals;
 pub use fault_tracker::{FaultSampleError, FaultSampleTracker};
+pub use guest_memory::pagemap::{Pagemap, PagemapError};
 pub use kvm_access_log::{
     AccessLogError, KVM_ACCESS_LOG_FLUSH_TLB, KVM_ACCESS_LOG_MAX_PAGES, KVM_ACCESS_LOG_NO_CLEAR,
     KVM_CAP_TIERVISOR_ACCESS_LOG, KVM_TIERVISOR_ACCESS_LOG, KvmAccessLog, KvmAccessLogArgs,
 };
-pub use pagemap::{Pagemap, PagemapError};
 pub use sample::{
     AccessSample, AccessTracker, Coverage, MAX_PAGES_PER_FRAME, SampleError, TrackerError,
     TrackerStatus,

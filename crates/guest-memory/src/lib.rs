@@ -42,6 +42,7 @@ mod numa;
 mod numa_check;
 mod numa_error;
 pub mod page_bits;
+pub mod pagemap;
 mod placement;
 mod proc_maps;
 mod runs;
