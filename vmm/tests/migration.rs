@@ -42,6 +42,13 @@ const SMALL: Shape = Shape {
     slow_file: false,
 };
 
+/// [`SMALL`] on preallocated tiers: the migrator holds frames by minor
+/// faults and write-protects only the frames with pages mapped.
+const SMALL_PREALLOC: Shape = Shape {
+    tier_options: ",prealloc=on",
+    ..SMALL
+};
+
 /// [`SMALL`] with the slow tier in a regular file.
 const SMALL_FILE: Shape = Shape {
     slow_file: true,
@@ -309,6 +316,23 @@ fn precopy_remap_under_a_verifying_guest() {
     );
 }
 
+/// Preallocated shmem: a frame with no page mapped (most frames after a
+/// remap the guest has not touched since) is held by minor faults, not by
+/// write-protect markers; vCPU writes into it must still wait and land.
+#[test]
+fn preallocated_tiers_under_a_verifying_guest() {
+    let drive = fast_frames_first_then_random(10_000, |f| f.hold_until_write_waits(1));
+    let o = under_fire(SMALL_PREALLOC, MigratorKind::Remap, false, drive);
+    assert_clean(&o, 10_000);
+    assert!(
+        !o.total.report.stalls.is_empty(),
+        "vCPU writes waited on migrating frames"
+    );
+    let drive = fast_frames_first_then_random(10_000, |f| f.hold_precopy_until_dirty(1));
+    let o = under_fire(SMALL_PREALLOC, MigratorKind::RemapPrecopy, false, drive);
+    assert_clean(&o, 10_000);
+}
+
 #[test]
 fn exchange_under_a_verifying_guest() {
     let o = under_fire(SMALL, MigratorKind::Remap, true, random_exchanges(30_000));
@@ -353,6 +377,7 @@ fn injected_failures_under_a_verifying_guest() {
     for (shape, kind) in [
         (SMALL, MigratorKind::Remap),
         (SMALL, MigratorKind::RemapPrecopy),
+        (SMALL_PREALLOC, MigratorKind::Remap),
         (SMALL_FILE, MigratorKind::Remap),
     ] {
         let steps: &[Step] = if shape.slow_file {

@@ -54,6 +54,24 @@ impl BackendKind {
     pub fn write_protectable(&self) -> bool {
         matches!(self, BackendKind::Memfd { .. })
     }
+
+    /// Whether this is preallocated shmem with 4 KiB pages: every page of
+    /// every slot stays in the page cache for the tier's life, so
+    /// userfaultfd reports a touch of a page with no page-table entry as a
+    /// minor fault, page by page (a hole would fault as a missing page,
+    /// which nothing traps). The remap migrator holds such frames by
+    /// registering minor faults rather than by write-protecting their
+    /// unmapped pages.
+    pub fn preallocated_small_page_shmem(&self) -> bool {
+        matches!(
+            self,
+            BackendKind::Memfd {
+                hugetlb: false,
+                prealloc: true,
+                ..
+            }
+        )
+    }
 }
 
 /// A tier that passed validation: its usable capacity and backend.

@@ -10,6 +10,11 @@
 //! causes) is resolved at once by removing the protection, so nothing can
 //! hang on a stray protection. The handler never touches guest memory.
 //!
+//! A frame the remap migrator holds by minor faults
+//! ([`WriteGuard::hold_unmapped`]) takes the same path while it moves: a
+//! touch of an unmapped page is mapped back write-protected inside the
+//! window, with no sink to tell.
+//!
 //! Minor faults (registered with [`GuardOptions::minor_faults`]): a page
 //! whose page-table entry was zapped (`MADV_DONTNEED` on shmem keeps the
 //! page) faults to the handler on its next touch. The handler tells the
@@ -286,6 +291,40 @@ impl WriteGuard {
         self.shared.uffd.register(start, len, self.modes)
     }
 
+    /// Holds `[start, start + len)` (preallocated 4 KiB-page shmem RAM:
+    /// no holes) against touches
+    /// of its unmapped pages while it moves: registers minor faults there,
+    /// which the handler resolves inside the window by mapping the page
+    /// write-protected. Nothing to do when minor faults are registered
+    /// already (fault sampling).
+    pub fn hold_unmapped(&self, start: u64, len: u64) -> Result<(), UffdError> {
+        if self.modes.minor {
+            return Ok(());
+        }
+        if !self.shared.uffd.supports_minor() {
+            return Err(UffdError::MissingFeature("MINOR_SHMEM"));
+        }
+        let modes = Modes {
+            write_protect: true,
+            minor: true,
+        };
+        self.shared.uffd.register(start, len, modes)
+    }
+
+    /// Ends [`hold_unmapped`](Self::hold_unmapped) for a range that keeps
+    /// its mapping (a rolled-back move): unregisters it (which lifts
+    /// write-protection and wakes waiters) and registers it with the
+    /// guard's own modes. A replaced mapping needs nothing: it is
+    /// registered afresh. If registering fails the range is left
+    /// unregistered, and the next hold registers it.
+    pub fn release_unmapped(&self, start: u64, len: u64) -> Result<(), UffdError> {
+        if self.modes.minor {
+            return Ok(());
+        }
+        self.shared.uffd.unregister(start, len)?;
+        self.register(start, len)
+    }
+
     /// Opens the migration window over `ranges` (host `[start, len)`).
     pub fn open_window(&self, ranges: &[(u64, u64)]) {
         let mut w = self.shared.window();
@@ -331,19 +370,18 @@ impl WriteGuard {
     /// Closes the window; returns how long each write still recorded in it
     /// has waited (call right after waking the ranges). Writers still
     /// recorded are woken once more: a write-protected entry the handler
-    /// left while resolving a minor fault in the window may have caught a
-    /// writer after the migrator's own wake; woken, it faults again outside
-    /// the window and the handler lifts the protection.
+    /// left while resolving a minor fault in the window (fault sampling,
+    /// or a frame held by minor faults) may have caught a writer after the
+    /// migrator's own wake; woken, it faults again outside the window and
+    /// the handler lifts the protection.
     pub fn close_window(&self) -> Vec<Duration> {
         let mut w = self.shared.window();
         w.ranges.clear();
         let now = Instant::now();
         let mut waited = Vec::with_capacity(w.faults.len());
         for (page, t) in w.faults.drain() {
-            if self.modes.minor {
-                // Nothing waits there any more unless the case above.
-                let _ = self.shared.uffd.wake(page, PAGE);
-            }
+            // Nothing waits there any more unless the case above.
+            let _ = self.shared.uffd.wake(page, PAGE);
             waited.push(now - t);
         }
         waited
@@ -413,10 +451,15 @@ fn handle_faults(shared: &Shared, wake_fd: i32) {
 }
 
 /// Tells the sink about a minor fault and maps the page back, keeping
-/// write-protection inside the migration window.
+/// write-protection inside the migration window. A write there will wait
+/// on that protection: its stall is timed from this first fault.
 fn resolve_minor(shared: &Shared, page: u64, write: bool) {
-    let w = shared.window();
+    let mut w = shared.window();
     let protect = w.overlaps(page, PAGE);
+    if protect && write {
+        w.faults.entry(page).or_insert_with(Instant::now);
+        shared.writer_waits.notify_all();
+    }
     if let Some(sink) = shared.sink() {
         sink.minor_fault(page, write);
     }

@@ -145,3 +145,22 @@ pub fn policy_at(addr: u64) -> (i32, libc::c_ulong) {
     assert_eq!(rc, 0, "get_mempolicy: {}", std::io::Error::last_os_error());
     (mode, mask[0])
 }
+
+/// The `VmFlags` of the mapping holding `addr`, from `/proc/self/smaps`
+/// (`ui`: registered for userfaultfd minor faults, `uw`: write-protect).
+pub fn vm_flags(addr: u64) -> Vec<String> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let mut inside = false;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if let Some((start, end)) = first.split_once('-')
+            && let (Ok(start), Ok(end)) =
+                (u64::from_str_radix(start, 16), u64::from_str_radix(end, 16))
+        {
+            inside = start <= addr && addr < end;
+        } else if inside && let Some(flags) = line.strip_prefix("VmFlags:") {
+            return flags.split_whitespace().map(str::to_owned).collect();
+        }
+    }
+    panic!("no mapping holds {addr:#x}");
+}

@@ -10,6 +10,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use guest_memory::migrate::{
     DirtyError, DirtySource, FaultInjection, GuardOptions, HostWriteLog, PrecopyConfig,
@@ -21,7 +22,7 @@ use guest_memory::{
 use guest_memory::{FrameId, GpaRange, TierId};
 use page_copy::{CopyEngine, EngineSpec, engine_from_spec};
 
-use crate::common::{config, memfd, read_host_u64, tier_mappings, write_host_u64};
+use crate::common::{config, memfd, read_host_u64, tier_mappings, vm_flags, write_host_u64};
 
 const FRAME: u64 = 64 << 10;
 const FRAMES: u64 = 64;
@@ -48,6 +49,16 @@ fn rig_with(fast_frames: u64, slow_frames: u64, precopy: bool, options: GuardOpt
     )
 }
 
+/// How the rig's two memfd tiers get their memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tiers {
+    /// Page by page (holes until written; released slots punched out).
+    OnDemand,
+    /// All at creation (`prealloc=on`): the migrator holds frames by minor
+    /// faults, write-protecting only frames with pages mapped.
+    Preallocated,
+}
+
 fn rig_placed(
     fast_frames: u64,
     slow_frames: u64,
@@ -55,13 +66,44 @@ fn rig_placed(
     options: GuardOptions,
     placement: Placement,
 ) -> Rig {
+    rig_built(
+        (fast_frames, slow_frames),
+        precopy,
+        options,
+        placement,
+        Tiers::OnDemand,
+    )
+}
+
+/// A rig on preallocated tiers each as large as guest RAM.
+fn rig_prealloc(precopy: bool, options: GuardOptions) -> Rig {
+    rig_built(
+        (FRAMES, FRAMES),
+        precopy,
+        options,
+        Placement::Interleave,
+        Tiers::Preallocated,
+    )
+}
+
+fn rig_built(
+    (fast_frames, slow_frames): (u64, u64),
+    precopy: bool,
+    options: GuardOptions,
+    placement: Placement,
+    tiers: Tiers,
+) -> Rig {
+    let tier = |name: &str, frames: u64| {
+        let spec = memfd(name, &format!("{}K", frames * FRAME / 1024));
+        match tiers {
+            Tiers::OnDemand => spec,
+            Tiers::Preallocated => format!("{spec},prealloc=on").parse().unwrap(),
+        }
+    };
     let cfg = config(
         FRAMES * FRAME,
         FRAME,
-        vec![
-            memfd("fast", &format!("{}K", fast_frames * FRAME / 1024)),
-            memfd("slow", &format!("{}K", slow_frames * FRAME / 1024)),
-        ],
+        vec![tier("fast", fast_frames), tier("slow", slow_frames)],
         placement,
     );
     let mem = Arc::new(TieredMemory::new(&cfg).unwrap());
@@ -294,8 +336,16 @@ fn sampler_zaps(rig: &Rig, stop: &AtomicBool, zapped: &AtomicU64) {
 /// opens fault while their frame is protected, and the write still waits.
 #[test]
 fn sampling_zaps_during_migration_lose_no_write() {
-    for precopy in [false, true] {
-        let rig = rig_with(FRAMES, FRAMES, precopy, GuardOptions { minor_faults: true });
+    let sampled = GuardOptions { minor_faults: true };
+    for (precopy, tiers) in [
+        (false, Tiers::OnDemand),
+        (true, Tiers::OnDemand),
+        (false, Tiers::Preallocated),
+    ] {
+        let rig = match tiers {
+            Tiers::OnDemand => rig_with(FRAMES, FRAMES, precopy, sampled),
+            Tiers::Preallocated => rig_prealloc(precopy, sampled),
+        };
         let guard = rig.guard.clone().unwrap();
         assert!(guard.minor_faults_enabled());
         let rec = Arc::new(crate::minor_faults::Recorder::default());
@@ -332,8 +382,16 @@ fn sampling_zaps_during_migration_lose_no_write() {
 
 #[test]
 fn exchange_when_both_tiers_are_full_loses_no_write() {
-    // Capacities equal guest RAM exactly: no free slot anywhere.
-    let rig = rig(FRAMES / 2, FRAMES / 2, false);
+    // Capacities equal guest RAM exactly: no free slot anywhere. On
+    // preallocated tiers the frames are held by minor faults until they
+    // are parked on the bounce area.
+    for tiers in [Tiers::OnDemand, Tiers::Preallocated] {
+        exchanges_when_both_tiers_are_full(tiers);
+    }
+}
+
+fn exchanges_when_both_tiers_are_full(tiers: Tiers) {
+    let rig = rig_full(tiers);
     let total = under_fire(&rig, |r| {
         let mut total = BatchOutcome::default();
         let mut rng = 99u64;
@@ -364,9 +422,9 @@ fn exchange_when_both_tiers_are_full_loses_no_write() {
     });
     assert_eq!(
         total.report.moved, total.report.exchanged,
-        "every move was an exchange"
+        "every move was an exchange ({tiers:?})"
     );
-    assert_eq!(total.report.aborted, 0, "{:?}", total.failed);
+    assert_eq!(total.report.aborted, 0, "{tiers:?}: {:?}", total.failed);
     let usage = rig.mem.tier_usage();
     assert_eq!(usage[0].used_frames, FRAMES as usize / 2);
     assert_eq!(usage[1].used_frames, FRAMES as usize / 2);
@@ -415,7 +473,13 @@ fn injected_failures_roll_back_precopy_and_exchange() {
     let total = under_fire(&rig, |r| inject_every_step(r, &faults));
     assert!(total.report.aborted >= 60);
     // Exchange with full tiers, failures injected in both stages.
-    let rig = rig_full();
+    for tiers in [Tiers::OnDemand, Tiers::Preallocated] {
+        exchange_failures_roll_back(tiers);
+    }
+}
+
+fn exchange_failures_roll_back(tiers: Tiers) {
+    let rig = rig_full(tiers);
     let faults = rig.migrator.faults().unwrap().clone();
     let total = under_fire(&rig, |r| {
         let mut total = BatchOutcome::default();
@@ -443,7 +507,8 @@ fn injected_failures_roll_back_precopy_and_exchange() {
         }
         total
     });
-    assert_eq!(total.report.aborted, 60, "{:?}", total.failed);
+    assert_eq!(total.report.aborted, 60, "{tiers:?}: {:?}", total.failed);
+    rig.mem.verify_backing().unwrap();
 }
 
 #[test]
@@ -717,8 +782,16 @@ fn a_failure_in_one_precopy_sub_batch_rolls_back_that_sub_batch_only() {
     assert_eq!(faults.injected(), 3);
 }
 
-fn rig_full() -> Rig {
-    rig(FRAMES / 2, FRAMES / 2, false)
+/// A rig whose tiers each hold half of guest RAM: both full, every move
+/// an exchange.
+fn rig_full(tiers: Tiers) -> Rig {
+    rig_built(
+        (FRAMES / 2, FRAMES / 2),
+        false,
+        GuardOptions::default(),
+        Placement::Interleave,
+        tiers,
+    )
 }
 
 #[test]
@@ -897,48 +970,136 @@ fn a_move_into_a_full_tier_uses_the_slot_a_demotion_frees() {
 
 #[test]
 fn preallocated_tiers_keep_released_memory_and_lose_no_write() {
-    let cfg = config(
-        FRAMES * FRAME,
-        FRAME,
-        vec![
-            format!(
-                "name=fast,backend=memfd,size={}K,prealloc=on",
-                FRAMES * FRAME / 1024
-            )
-            .parse()
-            .unwrap(),
-            format!(
-                "name=slow,backend=memfd,size={}K,prealloc=on",
-                FRAMES * FRAME / 1024
-            )
-            .parse()
-            .unwrap(),
-        ],
-        Placement::Interleave,
+    // Plain and pre-copy, whole and pipelined batches: frames are held by
+    // minor faults, and writers touch pages a remap left unmapped.
+    for precopy in [false, true] {
+        let rig = rig_prealloc(precopy, GuardOptions::default());
+        for t in rig.mem.tiers() {
+            assert!(
+                (0..t.slot_count()).all(|s| t.slot_has_data(s).unwrap()),
+                "allocated at creation"
+            );
+        }
+        // Draws of 64 frames: about 40 distinct, enough for pre-copy's
+        // four sub-batches (32 frames) too.
+        let total = under_fire(&rig, |r| {
+            let mut total = random_moves(r, 1000, 8);
+            total.absorb(random_moves(r, 1000, 64));
+            total
+        });
+        assert_eq!(total.report.aborted, 0, "{:?}", total.failed);
+        assert!(total.report.sub_batches > 0, "pipelined ({precopy})");
+        for t in rig.mem.tiers() {
+            assert!(
+                (0..t.slot_count()).all(|s| t.slot_has_data(s).unwrap()),
+                "released slots keep their memory"
+            );
+        }
+        rig.mem.verify_backing().unwrap();
+    }
+}
+
+#[test]
+fn injected_failures_roll_back_frames_held_by_minor_faults() {
+    for precopy in [false, true] {
+        let rig = rig_prealloc(precopy, GuardOptions::default());
+        let faults = rig.migrator.faults().unwrap().clone();
+        let total = under_fire(&rig, |r| inject_every_step(r, &faults));
+        assert_eq!(faults.injected(), 80);
+        assert!(
+            total.report.aborted >= 60,
+            "each injected failure aborts moves: {}",
+            total.report.aborted
+        );
+        rig.mem.verify_backing().unwrap();
+    }
+}
+
+/// Frame 0's host address and where it is, with `value` written to its
+/// first word and then every page-table entry of the frame zapped (the
+/// page stays in the memfd): as a frame is after a remap the guest has
+/// not touched since.
+fn unmapped_first_frame(rig: &Rig, value: u64) -> (u64, Location) {
+    let host = rig.mem.frames().host_addr(FrameId(0)).unwrap();
+    write_host_u64(host, value);
+    crate::minor_faults::zap(host, FRAME);
+    (host, rig.mem.location(FrameId(0)).unwrap())
+}
+
+/// The hazard the minor-fault hold must cover: a frame with no page
+/// mapped is not write-protected, so a write into it while it moves must
+/// be caught as a minor fault, wait, and land on the destination.
+#[test]
+fn a_write_into_an_unmapped_frame_while_it_moves_waits_and_lands() {
+    let rig = rig_prealloc(false, GuardOptions::default());
+    let guard = rig.guard.clone().unwrap();
+    let (host, from) = unmapped_first_frame(&rig, 1);
+    let to_tier = TierId(1 - from.tier.index());
+    // The batch stays held until a writer waits on it.
+    rig.migrator.faults().unwrap().hold_until_write_waits(1);
+    let r = thread::scope(|s| {
+        let moving = s.spawn(|| {
+            rig.migrator.migrate_moves(&[Move {
+                frame: FrameId(0),
+                to_tier,
+            }])
+        });
+        // Write once the frame is held: its mapping registered for minor
+        // faults (a write before that would simply land on the source
+        // before the copy, and the frame be write-protected).
+        let held = |f: &Vec<String>| f.iter().any(|f| f == "ui");
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !held(&vm_flags(host)) {
+            assert!(!moving.is_finished(), "the move ended before its hold");
+            assert!(Instant::now() < deadline, "no hold: {:?}", vm_flags(host));
+            thread::sleep(Duration::from_millis(1));
+        }
+        write_host_u64(host, 2);
+        moving.join().unwrap()
+    });
+    assert_eq!((r.report.moved, r.report.aborted), (1, 0), "{r:?}");
+    assert_eq!(r.report.stalls.len(), 1, "the write waited: {r:?}");
+    assert_eq!(
+        guard.minor_faults(),
+        1,
+        "caught as a minor fault, not by a write-protected entry"
     );
-    let mem = Arc::new(TieredMemory::new(&cfg).unwrap());
-    for t in mem.tiers() {
-        assert!(
-            (0..t.slot_count()).all(|s| t.slot_has_data(s).unwrap()),
-            "allocated at creation"
-        );
+    let to = rig.mem.location(FrameId(0)).unwrap();
+    assert_eq!(to.tier, to_tier);
+    let view = rig.mem.tiers()[to.tier.index()]
+        .slot_view_addr(to.slot)
+        .unwrap();
+    assert_eq!(
+        read_host_u64(view),
+        2,
+        "the write landed on the destination"
+    );
+    assert_eq!(read_host_u64(host), 2);
+    rig.mem.verify_backing().unwrap();
+}
+
+/// A move rolled back after its frame was held by minor faults leaves the
+/// frame registered as before: a touch of an unmapped page is an ordinary
+/// fault again, and the data is the source's.
+#[test]
+fn a_rolled_back_minor_fault_hold_is_released() {
+    let rig = rig_prealloc(false, GuardOptions::default());
+    let guard = rig.guard.clone().unwrap();
+    for step in [Step::Copy, Step::Remap] {
+        let (host, from) = unmapped_first_frame(&rig, 0xfeed);
+        rig.migrator.faults().unwrap().fail_next(step, 1);
+        let r = rig.migrator.migrate_moves(&[Move {
+            frame: FrameId(0),
+            to_tier: TierId(1 - from.tier.index()),
+        }]);
+        assert_eq!(r.report.aborted, 1, "{step:?}: {r:?}");
+        assert_eq!(rig.mem.location(FrameId(0)), Some(from));
+        assert_eq!(read_host_u64(host), 0xfeed, "{step:?}");
+        let flags = vm_flags(host);
+        assert!(!flags.iter().any(|f| f == "ui"), "{step:?}: {flags:?}");
+        assert!(flags.iter().any(|f| f == "uw"), "{step:?}: {flags:?}");
+        write_host_u64(host + FRAME - 8, 0xbeef);
+        assert_eq!(guard.minor_faults(), 0, "{step:?}: no minor fault");
     }
-    let guard = Arc::new(WriteGuard::new(mem.regions()).unwrap());
-    let engine = two_thread_engine();
-    let log = Arc::new(HostWriteLog::new(FRAMES * FRAME));
-    let migrator = RemapMigrator::new(mem.clone(), guard, engine, None).unwrap();
-    let rig = Rig {
-        mem,
-        log,
-        migrator,
-        guard: None,
-    };
-    let total = under_fire(&rig, |r| random_moves(r, 1000, 8));
-    assert_eq!(total.report.aborted, 0, "{:?}", total.failed);
-    for t in rig.mem.tiers() {
-        assert!(
-            (0..t.slot_count()).all(|s| t.slot_has_data(s).unwrap()),
-            "released slots keep their memory"
-        );
-    }
+    rig.mem.verify_backing().unwrap();
 }

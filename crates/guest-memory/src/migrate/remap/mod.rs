@@ -3,10 +3,24 @@
 //! frame's (fixed) host range.
 //!
 //! Plain protocol, per batch: reserve destination slots → open the guard's
-//! window and write-protect the frames (writers block, readers go on) →
-//! copy → `mmap(MAP_FIXED)` the destination slots over the frames (runs
+//! window and hold the frames (writers block, readers go on) → copy →
+//! `mmap(MAP_FIXED)` the destination slots over the frames (runs
 //! coalesced) → register the new mappings → wake the writers → commit to
 //! the placement map → punch out and release the source slots.
+//!
+//! Holding a frame: on preallocated 4 KiB-page shmem, its run is
+//! registered for minor faults, and only frames with a page mapped are write-protected (their
+//! mapped pages). Write-protecting an unmapped page installs a marker in
+//! a page table allocated for it, and the remap then zaps 512 markers a
+//! 2 MiB frame: on an idle guest most moving frames have nothing mapped
+//! since their last move. A touch of an unmapped page in a held run is a
+//! minor fault, which the guard resolves by mapping the source page
+//! write-protected (readers go on, writers block as on a write-protected
+//! page). The new mapping is not registered for minor faults; a rolled
+//! back run is registered with the guard's own modes again. Hugetlb
+//! frames are one entry each and are write-protected whole, and so are
+//! frames of shmem that is not preallocated: a touch of a hole there is a
+//! missing-page fault, which minor registration does not trap.
 //!
 //! Pre-copy protocol: the first copy runs while the guest writes freely;
 //! the dirty source says which 4 KiB pages changed meanwhile, and those are
@@ -58,6 +72,7 @@ use super::outcome::{BatchOutcome, MoveError, MoveStep, StepError};
 use super::stop::WriteStop;
 use super::urgent::Urgent;
 use crate::ids::{FrameId, TierId};
+use crate::pagemap::Pagemap;
 use crate::placement::Location;
 use crate::runs::runs_where;
 use crate::tiered::TieredMemory;
@@ -126,6 +141,9 @@ pub struct RemapMigrator {
     name: &'static str,
     /// Serializes batches; holds the exchange bounce area once needed.
     serial: Mutex<Option<BounceArea>>,
+    /// Which frames have pages mapped (see the module docs on holding);
+    /// without it every frame is write-protected whole.
+    pagemap: Option<Pagemap>,
 }
 
 impl RemapMigrator {
@@ -185,6 +203,7 @@ impl RemapMigrator {
             faults: Arc::default(),
             name,
             serial: Mutex::new(None),
+            pagemap: Pagemap::open().ok(),
         })
     }
 
@@ -308,15 +327,22 @@ impl RemapMigrator {
         Ok(())
     }
 
-    /// Write-protects the host ranges of `frames` (runs coalesced). A run
-    /// that refuses is registered and tried once more: its frames may have
-    /// moved in a batch whose registration failed (see
+    /// Holds the host ranges of `frames` (runs coalesced; see the module
+    /// docs): write-protects them, but on preallocated 4 KiB-page shmem
+    /// registers minor faults and write-protects only the frames with a page mapped. A
+    /// range that refuses protection is registered and tried once more:
+    /// its frames may have moved in a batch whose registration failed (see
     /// [`register_moved`](Self::register_moved)).
     fn protect(&self, frames: &[FrameId]) -> StepResult {
         if self.faults.should_fail(Step::Protect) {
             return Err((MoveStep::Hold, StepError::Injected));
         }
-        for (start, len) in self.runs(frames) {
+        let (small, whole) = self.split_preallocated_shmem(frames);
+        let mut ranges = self.runs(&whole);
+        for (start, len) in self.runs(&small) {
+            ranges.extend(self.hold_unmapped(start, len));
+        }
+        for (start, len) in ranges {
             let uffd = self.guard.uffd();
             uffd.protect(start, len)
                 .or_else(|_| {
@@ -326,6 +352,50 @@ impl RemapMigrator {
                 .map_err(|e| (MoveStep::Hold, StepError::uffd(e)))?;
         }
         Ok(())
+    }
+
+    /// `frames` split into those on preallocated 4 KiB-page shmem tiers,
+    /// held by minor faults, and the others (all of them when the page map could not be
+    /// opened).
+    fn split_preallocated_shmem(&self, frames: &[FrameId]) -> (Vec<FrameId>, Vec<FrameId>) {
+        if self.pagemap.is_none() {
+            return (Vec::new(), frames.to_vec());
+        }
+        let tiers = self.memory.tiers();
+        self.memory.with_placement(|map| {
+            frames.iter().partition(|&&f| {
+                map.location(f)
+                    .is_some_and(|l| tiers[l.tier.index()].kind().preallocated_small_page_shmem())
+            })
+        })
+    }
+
+    /// Registers minor faults over the run `[start, start + len)`, then
+    /// returns the ranges still to write-protect: its frames with a page
+    /// mapped, adjacent ones merged. Registering waits for faults in
+    /// flight, so a page unmapped when the page map is read can only be
+    /// mapped through the guard's handler afterwards. The whole run when
+    /// minor faults cannot be registered; a frame whose entries cannot be
+    /// read counts as mapped.
+    fn hold_unmapped(&self, start: u64, len: u64) -> Vec<(u64, u64)> {
+        let Some(pagemap) = &self.pagemap else {
+            return vec![(start, len)];
+        };
+        if self.guard.hold_unmapped(start, len).is_err() {
+            return vec![(start, len)];
+        }
+        let fs = self.frame_size();
+        let mut mapped: Vec<(u64, u64)> = Vec::new();
+        for at in (start..start + len).step_by(fs as usize) {
+            if !pagemap.any_present(at, fs).unwrap_or(true) {
+                continue;
+            }
+            match mapped.last_mut() {
+                Some((s, l)) if *s + *l == at => *l += fs,
+                _ => mapped.push((at, fs)),
+            }
+        }
+        mapped
     }
 
     /// Host ranges of `frames`, adjacent frames merged.
@@ -344,12 +414,19 @@ impl RemapMigrator {
     }
 
     /// Removes protection from `frames` still on their source mapping and
-    /// wakes their writers.
+    /// wakes their writers; frames held by minor faults are registered
+    /// with the guard's own modes again.
     fn unprotect(&self, frames: &[FrameId]) {
         for (start, len) in self.runs(frames) {
             // Cannot fail on a registered range; if it did, the guard's
             // handler lifts the protection when a writer faults.
             let _ = self.guard.uffd().unprotect(start, len, false);
+        }
+        let (small, _) = self.split_preallocated_shmem(frames);
+        for (start, len) in self.runs(&small) {
+            // If this failed, the range still takes minor faults, which
+            // the handler resolves outside a window by mapping the page.
+            let _ = self.guard.release_unmapped(start, len);
         }
     }
 
