@@ -245,8 +245,8 @@ impl SoakSettings {
     /// One line describing the method, for reports.
     pub fn describe(&self) -> String {
         format!(
-            "{} random migrations in three legs (remap, remap-precopy, exchange between full \
-             tiers), each a fresh {} guest on {} vCPUs with {} frames (small frames, so a \
+            "{} random migrations in three legs (remap between preallocated tiers, \
+             remap-precopy, exchange between full tiers), each a fresh {} guest on {} vCPUs with {} frames (small frames, so a \
              million migrations take minutes, not hours) running memcheck over {}; each batch \
              moves 1..={} random frames of all guest RAM (buffer, page tables, code, stacks) to \
              the other tier, or swaps 1..={} random pairs across full tiers; copy engine {}",

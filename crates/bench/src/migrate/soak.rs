@@ -1,7 +1,8 @@
 //! The soak mode (`tierbench migrate --soak N`): random live migrations of
 //! random frames of all guest RAM under a verifying memcheck guest until N
-//! migrations in total, in three legs (plain remap, pre-copy, exchange
-//! between full tiers), each a fresh VM that ends with every check.
+//! migrations in total, in three legs (plain remap between preallocated
+//! tiers, pre-copy, exchange between full tiers), each a fresh VM that
+//! ends with every check.
 
 use std::time::{Duration, Instant};
 
@@ -60,9 +61,7 @@ fn run_leg(
         },
         placement: Placement::Interleave,
         migrator: leg.protocol().migrator(),
-        // Per-tier punching stays on: the soak checks that released slots
-        // give their memory back.
-        prealloc: false,
+        prealloc: leg.preallocated(),
         hugetlb: false,
     };
     let args = guest::memcheck(settings.buffer_bytes);

@@ -45,6 +45,15 @@ impl Leg {
     pub fn full_tiers(self) -> bool {
         self == Leg::Exchange
     }
+
+    /// Whether the leg's tiers are preallocated. The plain leg's are, so
+    /// its frames are held by minor faults (only frames with pages mapped
+    /// are write-protected); the other legs allocate on demand, so their
+    /// frames are write-protected whole and their released slots must give
+    /// their memory back.
+    pub fn preallocated(self) -> bool {
+        self == Leg::Remap
+    }
 }
 
 /// What one leg's driver counted.

@@ -141,10 +141,10 @@ impl SoakResult {
             let v = &l.verification;
             table.push_row(vec![
                 l.leg.name().to_owned(),
-                if l.leg.full_tiers() {
-                    "both full".to_owned()
-                } else {
-                    "room for all RAM".to_owned()
+                match (l.leg.full_tiers(), l.leg.preallocated()) {
+                    (true, _) => "both full".to_owned(),
+                    (false, true) => "room for all RAM, preallocated".to_owned(),
+                    (false, false) => "room for all RAM".to_owned(),
                 },
                 l.migrations.to_string(),
                 l.exchanged.to_string(),
