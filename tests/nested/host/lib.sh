@@ -8,12 +8,69 @@ fact() {
 }
 
 # Prints FILE between begin/end markers named NAME, so the test runner
-# can take it out of the console log whole.
+# can take it out of the console log whole. The heartbeat (below) prints
+# nothing inside the block.
 dump() {
+	console_lock
 	echo "@@nested begin $1"
 	cat "$2" 2>&1
 	echo
 	echo "@@nested end $1"
+	console_unlock
+}
+
+# The console's lock (a directory: mkdir is atomic), held while a block
+# prints, so that the heartbeat's lines never land inside one.
+console_lock() {
+	until mkdir /tmp/console.lock 2>/dev/null; do
+		sleep 1
+	done
+}
+
+console_unlock() {
+	rmdir /tmp/console.lock
+}
+
+# Prints "@@nested alive UPTIME" every 30 s (a beat waits while a
+# block prints) for as long as the host runs, so that a console silent
+# for longer than the runner's SILENCE_LIMIT (tests/nested/src/qemu.rs)
+# means that the host's kernel stopped, not that a scenario's process
+# hangs. A tiervisor or tierbench process still running 180 s
+# (tiervisor.stuck_after=N on the command line: N s) after it started,
+# and every 120 s after that, has its threads' states, wait channels and
+# kernel stacks printed as block stacks-PID-AGE: a process that hangs in
+# the host shows where.
+heartbeat() {
+	stuck_after=$(cmdline_value tiervisor.stuck_after 180)
+	while sleep 30; do
+		console_lock
+		echo "@@nested alive $(cut -d' ' -f1 /proc/uptime)"
+		console_unlock
+		for p in /proc/[0-9]*; do
+			case "$(cat "$p/comm" 2>/dev/null)" in
+			tiervisor | tierbench) ;;
+			*) continue ;;
+			esac
+			start=$(cut -d' ' -f22 "$p/stat" 2>/dev/null)
+			[ -n "$start" ] || continue
+			age=$(awk -v s="$start" '{ print int($1 - s / 100) }' /proc/uptime)
+			due=/tmp/stacks-due-${p#/proc/}
+			[ "$age" -ge "$(cat "$due" 2>/dev/null || echo "$stuck_after")" ] || continue
+			echo $((age + 120)) >"$due"
+			thread_stacks "$p" >/tmp/stacks 2>&1
+			dump "stacks-${p#/proc/}-$age" /tmp/stacks
+		done
+	done
+}
+
+# Each thread of process directory $1: id, name, state, wait channel and
+# kernel stack.
+thread_stacks() {
+	for t in "$1"/task/*; do
+		echo "thread ${t##*/} $(cat "$t/comm") $(grep '^State' "$t/status")" \
+			"wchan=$(cat "$t/wchan")"
+		cat "$t/stack"
+	done
 }
 
 # The value of KEY=VALUE on the kernel command line, or $2.

@@ -6,6 +6,8 @@
 //! * `begin NAME` ... `end NAME`: a file's contents (a JSON report, the
 //!   guest's console, numa_maps), verbatim in between;
 //! * `rc N`: tiervisor's exit status;
+//! * `alive UPTIME`: the host's heartbeat, every 30 s from its `/init` on
+//!   (never inside a block);
 //! * `error TEXT`: the scenario could not run;
 //! * `done`: the scenario finished (the host powers off next).
 //!
@@ -37,6 +39,8 @@ pub struct Console {
     pub errors: Vec<String>,
     /// Whether the scenario finished.
     pub done: bool,
+    /// The host's uptime in its last heartbeat, in seconds.
+    pub alive: Option<f64>,
 }
 
 impl Console {
@@ -76,6 +80,7 @@ impl Console {
                 "rc" => console.rc = args.trim().parse().ok(),
                 "error" => console.errors.push(args.to_owned()),
                 "done" => console.done = true,
+                "alive" => console.alive = args.trim().parse().ok(),
                 _ => {}
             }
         }
@@ -115,10 +120,20 @@ impl Console {
             .unwrap_or_default()
     }
 
-    /// The last `lines` lines of the log, for failure messages.
+    /// The last `lines` lines of the log, for failure messages, without
+    /// the heartbeats but the last (a run that hangs would fill its tail
+    /// with them).
     pub fn tail(&self, lines: usize) -> String {
+        let beat = format!("{HOST}alive ");
         let all: Vec<&str> = self.text.lines().collect();
-        all[all.len().saturating_sub(lines)..].join("\n")
+        let last_beat = all.iter().rposition(|l| l.contains(&beat));
+        let kept: Vec<&str> = all
+            .iter()
+            .enumerate()
+            .filter(|&(i, l)| Some(i) == last_beat || !l.contains(&beat))
+            .map(|(_, l)| *l)
+            .collect();
+        kept[kept.len().saturating_sub(lines)..].join("\n")
     }
 }
 
@@ -193,6 +208,24 @@ mod tests {
         assert!(r.placement_check().is_none());
         assert_eq!(c.guest_lines(), ["start mib=96", "result=pass rounds=3"]);
         assert!(c.tail(2).ends_with("@@nested done"));
+    }
+
+    #[test]
+    fn heartbeats_are_parsed_and_only_the_last_stays_in_the_tail() {
+        let log = "@@nested boot kernel=6.12 scenario=linux\r\n\
+            @@nested alive 30.12\r\n\
+            [   31.0] kvm: a kernel line\r\n\
+            @@nested alive 60.50\r\n\
+            @@nested alive 90.81\r\n";
+        let c = Console::parse(log);
+        assert_eq!(c.alive, Some(90.81));
+        assert_eq!(
+            c.tail(3),
+            "@@nested boot kernel=6.12 scenario=linux\n\
+             [   31.0] kvm: a kernel line\n\
+             @@nested alive 90.81"
+        );
+        assert_eq!(Console::parse(LOG).alive, None);
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! by a sparse file, which the devdax scenario turns into `/dev/dax0.0`.
 
 use std::fs;
-use std::io;
+use std::io::{self, Read as _, Write as _};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::thread;
@@ -35,15 +36,17 @@ const CPU: &str = "qemu64,+svm,+npt,+ssse3,+sse4.1,+sse4.2,+popcnt,-cx16";
 /// before any tiervisor code ran, and then never printed again.
 const BOOT_DEADLINE: Duration = Duration::from_secs(150);
 /// Boots per scenario: a host that never reached its `/init`, or that
-/// froze (below), is booted once more.
-const BOOT_ATTEMPTS: u32 = 2;
-/// Console silence after which a booted host counts as frozen. QEMU's TCG
-/// has frozen the host's kernel whole, now and then, while it ran a Linux
-/// guest: not even the kernel's lockup detector printed again, which no
-/// process in the host can cause (`docs/testing.md`). A running scenario
-/// is silent for at most the 20-40 s its guest works (100 s on a loaded
-/// machine).
-const SILENCE_LIMIT: Duration = Duration::from_secs(240);
+/// froze (below), is booted again, up to three boots in all (CI saw a
+/// host freeze in two boots in a row, `docs/testing.md`).
+const BOOT_ATTEMPTS: u32 = 3;
+/// Console silence after which a booted host counts as frozen. The
+/// host's `/init` prints a heartbeat every 30 s (`tests/nested/host/lib.sh`),
+/// also while a scenario's process hangs, so four missed beats mean that
+/// the host's kernel or the emulator stopped: that has happened now and
+/// then while the host ran a Linux guest (`docs/testing.md`).
+const SILENCE_LIMIT: Duration = Duration::from_secs(120);
+/// The monitor socket's name in a scenario's scratch directory.
+const MONITOR: &str = "monitor.sock";
 
 /// Why a scenario produced no console log to judge.
 #[derive(Debug, Error)]
@@ -68,7 +71,8 @@ pub enum HostError {
     /// The host never reached its `/init`, or froze, in every boot.
     #[error(
         "scenario {scenario}: in {BOOT_ATTEMPTS} boots the host did not reach its init within \
-         {secs} s or froze (printed nothing for {} s): an emulator hang; console tail:\n{tail}",
+         {secs} s or froze (printed nothing, not even its heartbeat, for {} s: its kernel or \
+         the emulator stopped); console tail:\n{tail}",
         SILENCE_LIMIT.as_secs()
     )]
     NeverBooted {
@@ -252,6 +256,38 @@ impl TieredHost {
         })
     }
 
+    /// What the runner reports of a frozen host's vCPUs
+    /// ([`frozen_cpus`]), read from a machine of this QEMU held at reset
+    /// (`-S`, two vCPUs, no kernel): a check of that report, whose vCPUs
+    /// sit at the reset vector (`EIP=0000fff0`), the boot vCPU running and
+    /// the other halted until its start-up IPI.
+    pub fn vcpus_at_reset(&self) -> Result<String, HostError> {
+        let io = |what: String| move |source| HostError::Io { what, source };
+        let scratch = self.dir.join("run").join("monitor-check");
+        fs::create_dir_all(&scratch).map_err(io(format!("create {}", scratch.display())))?;
+        let monitor = scratch.join(MONITOR);
+        let _ = fs::remove_file(&monitor);
+        let mut child = self
+            .qemu_command()
+            .args(["-accel", "tcg", "-S", "-smp", "2", "-display", "none"])
+            .args(["-nic", "none", "-serial", "none", "-monitor"])
+            .arg(monitor_arg(&monitor))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(HostError::Spawn)?;
+        let started = Instant::now();
+        while !monitor.exists() && started.elapsed() < Duration::from_secs(30) {
+            thread::sleep(Duration::from_millis(100));
+        }
+        let cpus = frozen_cpus(&monitor);
+        let _ = child.kill();
+        let _ = child.wait();
+        let _ = fs::remove_dir_all(&scratch);
+        Ok(cpus)
+    }
+
     /// Where the console log of `scenario` goes.
     pub fn log_path(&self, scenario: &Scenario) -> PathBuf {
         self.dir
@@ -277,14 +313,18 @@ impl TieredHost {
                     );
                     tail = console.tail(20);
                 }
-                Boot::Froze(console) => {
+                Boot::Froze(console, cpus) => {
                     eprintln!(
                         "{}: boot {attempt}/{BOOT_ATTEMPTS}: the host froze (its console printed \
-                         nothing for {} s); the scenario runs again on a fresh host",
+                         nothing for {} s, last heartbeat at uptime {}); its vCPUs, 1 s apart:\n\
+                         {cpus}\nthe scenario runs again on a fresh host",
                         scenario.label(),
-                        SILENCE_LIMIT.as_secs()
+                        SILENCE_LIMIT.as_secs(),
+                        console
+                            .alive
+                            .map_or("none".to_owned(), |t| format!("{t:.0} s")),
                     );
-                    tail = console.tail(20);
+                    tail = format!("{}\nits vCPUs, 1 s apart:\n{cpus}", console.tail(20));
                 }
             }
         }
@@ -319,6 +359,8 @@ impl TieredHost {
             .and_then(|f| f.set_len(PMEM_BYTES))
             .map_err(io(format!("create {}", pmem.display())))?;
         let _ = fs::remove_file(&log);
+        let monitor = scratch.join(MONITOR);
+        let _ = fs::remove_file(&monitor);
 
         // A host that locks up panics at once, with every CPU's backtrace
         // on the console (loglevel 5 lets the traces through `quiet`), and
@@ -385,7 +427,7 @@ impl TieredHost {
             "-display",
             "none",
             "-monitor",
-            "none",
+            &monitor_arg(&monitor),
             "-nic",
             "none",
             "-no-reboot",
@@ -407,10 +449,11 @@ impl TieredHost {
             if len != printed {
                 (printed, last_print) = (len, Instant::now());
             } else if boot_checked && last_print.elapsed() > SILENCE_LIMIT {
+                let cpus = frozen_cpus(&monitor);
                 let _ = child.kill();
                 let _ = child.wait();
                 let text = fs::read_to_string(&log).unwrap_or_default();
-                return Ok(Boot::Froze(Console::parse(&text)));
+                return Ok(Boot::Froze(Console::parse(&text), cpus));
             }
             if !boot_checked && started.elapsed() > BOOT_DEADLINE {
                 boot_checked = true;
@@ -463,6 +506,99 @@ enum Boot {
     /// stopped.
     Hung(Console),
     /// The host reached its `/init`, then its console stayed silent for
-    /// [`SILENCE_LIMIT`]; QEMU was stopped.
-    Froze(Console),
+    /// [`SILENCE_LIMIT`]; QEMU was stopped. With where its vCPUs were
+    /// ([`frozen_cpus`]).
+    Froze(Console, String),
+}
+
+/// QEMU's `-monitor` argument: the human monitor on a Unix socket at
+/// `path`, which the runner asks where a frozen host's vCPUs are; none
+/// when the path is too long for a socket address.
+fn monitor_arg(path: &Path) -> String {
+    // sun_path holds 108 bytes with the terminating NUL.
+    if path.as_os_str().len() < 108 {
+        format!("unix:{},server=on,wait=off", path.display())
+    } else {
+        "none".to_owned()
+    }
+}
+
+/// Each vCPU's `RIP=` line (`EIP=` outside long mode; with its flags and
+/// `HLT=`) from QEMU's
+/// `info registers -a`, twice 1 s apart: a vCPU halted with interrupts
+/// on waits for an interrupt that never comes; one whose RIP stays put
+/// while not halted spins. What went wrong when the monitor did not
+/// answer.
+fn frozen_cpus(monitor: &Path) -> String {
+    let mut out = Vec::new();
+    for sample in 0..2 {
+        if sample > 0 {
+            thread::sleep(Duration::from_secs(1));
+        }
+        match monitor_command(monitor, "info registers -a", "IP=") {
+            Ok(text) => out.extend(
+                text.lines()
+                    .filter(|l| {
+                        l.starts_with("RIP=") || l.starts_with("EIP=") || l.starts_with("CPU#")
+                    })
+                    .map(str::to_owned),
+            ),
+            Err(e) => out.push(format!("the monitor did not answer: {e}")),
+        }
+    }
+    out.join("\n")
+}
+
+/// Runs `command` on QEMU's human monitor at `path`; what it printed
+/// (with the banner and prompts, without terminal escapes) once `expect`
+/// came, or all it printed in 5 s.
+fn monitor_command(path: &Path, command: &str, expect: &str) -> io::Result<String> {
+    let mut stream = UnixStream::connect(path)?;
+    stream.set_read_timeout(Some(Duration::from_millis(500)))?;
+    stream.write_all(format!("{command}\n").as_bytes())?;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 4096];
+    // The answer is complete once `expect` came and 500 ms passed quiet.
+    while Instant::now() < deadline {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => bytes.extend_from_slice(&buf[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                if bytes.windows(expect.len()).any(|w| w == expect.as_bytes()) {
+                    break;
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(without_escapes(&String::from_utf8_lossy(&bytes)))
+}
+
+/// `text` without ANSI escape sequences (`ESC [ ... letter`) and carriage
+/// returns: the monitor's line editor echoes with them.
+fn without_escapes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => {
+                if chars.next() == Some('[') {
+                    for c in chars.by_ref() {
+                        if c.is_ascii_alphabetic() {
+                            break;
+                        }
+                    }
+                }
+            }
+            '\r' => {}
+            c => out.push(c),
+        }
+    }
+    out
 }

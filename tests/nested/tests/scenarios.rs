@@ -291,12 +291,51 @@ fn a_read_mostly_linux_guest_is_tiered_on_the_access_log() {
     );
 }
 
+/// Also checks the host's heartbeat and its report of a process that
+/// runs long: with `tiervisor.stuck_after=0` the first beat after
+/// tiervisor started prints its threads' kernel stacks, and the guest's
+/// 40 s of work outlast the 30 s between beats.
 #[test]
 fn a_linux_guest_boots_verifies_its_data_and_powers_off() {
-    let Some(console) = run("linux", Scenario::new("linux", 600).on_one_host_cpu()) else {
+    let scenario = Scenario::new("linux", 600)
+        .on_one_host_cpu()
+        .with("guest.seconds=40")
+        .with("tiervisor.stuck_after=0");
+    let Some(console) = run("linux", scenario) else {
         return;
     };
     linux_guest_passed(&console, "", 0);
+    check(
+        console.alive.is_some(),
+        "the host printed no heartbeat",
+        &console,
+    );
+    let stacks: Vec<&String> = console
+        .blocks
+        .iter()
+        .filter(|(name, _)| name.starts_with("stacks-"))
+        .map(|(_, text)| text)
+        .collect();
+    check(
+        stacks.len() == 1,
+        &format!("expected one stacks block, got {}", stacks.len()),
+        &console,
+    );
+    let threads = stacks[0]
+        .lines()
+        .filter(|l| l.starts_with("thread "))
+        .count();
+    check(
+        threads >= 3
+            && stacks[0].contains("tiervisor State:")
+            && stacks[0].contains("wchan=")
+            && stacks[0].contains("[<0>]"),
+        &format!(
+            "tiervisor's threads and their kernel stacks:\n{}",
+            stacks[0]
+        ),
+        &console,
+    );
 }
 
 /// SIGTERM to tiervisor while its Linux guest works: the guest's ACPI
@@ -686,4 +725,28 @@ fn a_linux_guest_moves_through_tiercopy_dma_with_faults() {
         ),
         &console,
     );
+}
+
+/// The runner's report of a frozen host reads every vCPU's registers from
+/// QEMU's monitor: on a machine held at reset, both vCPUs sit at the
+/// reset vector in both samples, the boot vCPU running and the other
+/// halted (waiting for its start-up IPI).
+#[test]
+fn the_runner_reads_a_held_machines_vcpus_from_its_monitor() {
+    let Some(dir) = std::env::var_os("TIERVISOR_NESTED_DIR") else {
+        eprintln!("skipped: set TIERVISOR_NESTED_DIR (scripts/test-all.sh does)");
+        return;
+    };
+    let _one = ONE_HOST.lock().unwrap_or_else(|e| e.into_inner());
+    let host = TieredHost::new(&PathBuf::from(dir)).unwrap();
+    let cpus = host.vcpus_at_reset().unwrap();
+    let lines: Vec<&str> = cpus.lines().collect();
+    let sample = ["CPU#0", "EIP=0000fff0 HLT=0", "CPU#1", "EIP=0000fff0 HLT=1"];
+    assert_eq!(lines.len(), 8, "two vCPUs, two samples:\n{cpus}");
+    for (line, want) in lines.iter().zip(sample.iter().cycle()) {
+        let ok = want
+            .split(' ')
+            .all(|w| line.starts_with(w) || line.contains(&format!(" {w}")));
+        assert!(ok, "{line:?} should show {want:?}:\n{cpus}");
+    }
 }
