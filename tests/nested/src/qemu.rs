@@ -313,18 +313,20 @@ impl TieredHost {
                     );
                     tail = console.tail(20);
                 }
-                Boot::Froze(console, cpus) => {
+                Boot::Froze(console, probe) => {
+                    let kept = self.keep_frozen(scenario, attempt, &probe);
                     eprintln!(
                         "{}: boot {attempt}/{BOOT_ATTEMPTS}: the host froze (its console printed \
-                         nothing for {} s, last heartbeat at uptime {}); its vCPUs, 1 s apart:\n\
-                         {cpus}\nthe scenario runs again on a fresh host",
+                         nothing for {} s, last heartbeat at uptime {}):\n{probe}\n\
+                         (log: {}); the scenario runs again on a fresh host",
                         scenario.label(),
                         SILENCE_LIMIT.as_secs(),
                         console
                             .alive
                             .map_or("none".to_owned(), |t| format!("{t:.0} s")),
+                        kept.display(),
                     );
-                    tail = format!("{}\nits vCPUs, 1 s apart:\n{cpus}", console.tail(20));
+                    tail = format!("{}\n{probe}", console.tail(20));
                 }
             }
         }
@@ -333,6 +335,21 @@ impl TieredHost {
             secs: BOOT_DEADLINE.as_secs(),
             tail,
         })
+    }
+
+    /// Keeps the console log of a boot that froze as
+    /// `LABEL-froze-ATTEMPT.log` beside the others, with `probe` (what the
+    /// runner found, [`probe_frozen`]) appended, since the next boot
+    /// writes the scenario's log afresh; the kept log's path.
+    fn keep_frozen(&self, scenario: &Scenario, attempt: u32, probe: &str) -> PathBuf {
+        let log = self.log_path(scenario);
+        let kept = log.with_file_name(format!("{}-froze-{attempt}.log", scenario.label()));
+        let mut text = fs::read_to_string(&log).unwrap_or_default();
+        text.push_str("\n--- the runner's probe of the frozen host ---\n");
+        text.push_str(probe);
+        text.push('\n');
+        let _ = fs::write(&kept, text);
+        kept
     }
 
     /// The built host's QEMU, with its firmware.
@@ -449,11 +466,11 @@ impl TieredHost {
             if len != printed {
                 (printed, last_print) = (len, Instant::now());
             } else if boot_checked && last_print.elapsed() > SILENCE_LIMIT {
-                let cpus = frozen_cpus(&monitor);
+                let probe = probe_frozen(&monitor, &log);
                 let _ = child.kill();
                 let _ = child.wait();
                 let text = fs::read_to_string(&log).unwrap_or_default();
-                return Ok(Boot::Froze(Console::parse(&text), cpus));
+                return Ok(Boot::Froze(Console::parse(&text), probe));
             }
             if !boot_checked && started.elapsed() > BOOT_DEADLINE {
                 boot_checked = true;
@@ -506,9 +523,46 @@ enum Boot {
     /// stopped.
     Hung(Console),
     /// The host reached its `/init`, then its console stayed silent for
-    /// [`SILENCE_LIMIT`]; QEMU was stopped. With where its vCPUs were
-    /// ([`frozen_cpus`]).
+    /// [`SILENCE_LIMIT`]; QEMU was stopped. With what the runner found
+    /// ([`probe_frozen`]).
     Froze(Console, String),
+}
+
+/// Grace for a frozen host's kernel to print after an NMI.
+const NMI_GRACE: Duration = Duration::from_secs(3);
+
+/// What a host whose console went silent still does: where its vCPUs are
+/// ([`frozen_cpus`]), then whether its kernel prints after an NMI sent
+/// through the monitor (an unknown NMI makes the kernel print
+/// "Uhhuh. NMI received for unknown reason", through the console's
+/// polled path, not the tty). A kernel that answers is alive and its
+/// user space or the tty's output stopped; one that does not stopped
+/// whole, or QEMU did.
+fn probe_frozen(monitor: &Path, log: &Path) -> String {
+    let cpus = frozen_cpus(monitor);
+    let before = fs::metadata(log).map_or(0, |m| m.len());
+    let nmi = match monitor_command(monitor, "nmi", "(qemu)") {
+        Ok(_) => {
+            thread::sleep(NMI_GRACE);
+            let text = fs::read(log).unwrap_or_default();
+            let new = text.get(before as usize..).unwrap_or_default();
+            if new.is_empty() {
+                format!(
+                    "after an NMI the console printed nothing in {} s",
+                    NMI_GRACE.as_secs()
+                )
+            } else {
+                format!(
+                    "after an NMI the console printed {} bytes in {} s:\n{}",
+                    new.len(),
+                    NMI_GRACE.as_secs(),
+                    String::from_utf8_lossy(&new[..new.len().min(2000)]).trim_end()
+                )
+            }
+        }
+        Err(e) => format!("the monitor took no NMI: {e}"),
+    };
+    format!("its vCPUs, 1 s apart:\n{cpus}\n{nmi}")
 }
 
 /// QEMU's `-monitor` argument: the human monitor on a Unix socket at
@@ -524,11 +578,10 @@ fn monitor_arg(path: &Path) -> String {
 }
 
 /// Each vCPU's `RIP=` line (`EIP=` outside long mode; with its flags and
-/// `HLT=`) from QEMU's
-/// `info registers -a`, twice 1 s apart: a vCPU halted with interrupts
-/// on waits for an interrupt that never comes; one whose RIP stays put
-/// while not halted spins. What went wrong when the monitor did not
-/// answer.
+/// `HLT=`) from QEMU's `info registers -a`, twice 1 s apart: a vCPU
+/// halted with interrupts on waits for an interrupt that never comes; one
+/// whose RIP stays put while not halted spins. What went wrong when the
+/// monitor did not answer.
 fn frozen_cpus(monitor: &Path) -> String {
     let mut out = Vec::new();
     for sample in 0..2 {
@@ -536,13 +589,19 @@ fn frozen_cpus(monitor: &Path) -> String {
             thread::sleep(Duration::from_secs(1));
         }
         match monitor_command(monitor, "info registers -a", "IP=") {
-            Ok(text) => out.extend(
-                text.lines()
+            Ok(text) => {
+                let lines: Vec<String> = text
+                    .lines()
                     .filter(|l| {
                         l.starts_with("RIP=") || l.starts_with("EIP=") || l.starts_with("CPU#")
                     })
-                    .map(str::to_owned),
-            ),
+                    .map(str::to_owned)
+                    .collect();
+                if lines.is_empty() {
+                    out.push("the monitor printed no registers in 5 s".to_owned());
+                }
+                out.extend(lines);
+            }
             Err(e) => out.push(format!("the monitor did not answer: {e}")),
         }
     }
