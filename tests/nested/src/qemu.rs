@@ -541,7 +541,7 @@ const NMI_GRACE: Duration = Duration::from_secs(3);
 fn probe_frozen(monitor: &Path, log: &Path) -> String {
     let cpus = frozen_cpus(monitor);
     let before = fs::metadata(log).map_or(0, |m| m.len());
-    let nmi = match monitor_command(monitor, "nmi", "(qemu)") {
+    let nmi = match monitor_command(monitor, "nmi") {
         Ok(_) => {
             thread::sleep(NMI_GRACE);
             let text = fs::read(log).unwrap_or_default();
@@ -588,7 +588,7 @@ fn frozen_cpus(monitor: &Path) -> String {
         if sample > 0 {
             thread::sleep(Duration::from_secs(1));
         }
-        match monitor_command(monitor, "info registers -a", "IP=") {
+        match monitor_command(monitor, "info registers -a") {
             Ok(text) => {
                 let lines: Vec<String> = text
                     .lines()
@@ -598,7 +598,7 @@ fn frozen_cpus(monitor: &Path) -> String {
                     .map(str::to_owned)
                     .collect();
                 if lines.is_empty() {
-                    out.push("the monitor printed no registers in 5 s".to_owned());
+                    out.push("the monitor printed no registers in 10 s".to_owned());
                 }
                 out.extend(lines);
             }
@@ -609,17 +609,20 @@ fn frozen_cpus(monitor: &Path) -> String {
 }
 
 /// Runs `command` on QEMU's human monitor at `path`; what it printed
-/// (with the banner and prompts, without terminal escapes) once `expect`
-/// came, or all it printed in 5 s.
-fn monitor_command(path: &Path, command: &str, expect: &str) -> io::Result<String> {
+/// (the banner, the echo and the answer, without terminal escapes) up to
+/// the prompt after the answer, or all it printed in 10 s.
+fn monitor_command(path: &Path, command: &str) -> io::Result<String> {
+    const PROMPT: &[u8] = b"(qemu)";
     let mut stream = UnixStream::connect(path)?;
     stream.set_read_timeout(Some(Duration::from_millis(500)))?;
     stream.write_all(format!("{command}\n").as_bytes())?;
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(10);
     let mut bytes = Vec::new();
     let mut buf = [0u8; 4096];
-    // The answer is complete once `expect` came and 500 ms passed quiet.
-    while Instant::now() < deadline {
+    // One prompt follows the banner, the next one the answer.
+    while Instant::now() < deadline
+        && bytes.windows(PROMPT.len()).filter(|w| *w == PROMPT).count() < 2
+    {
         match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => bytes.extend_from_slice(&buf[..n]),
@@ -627,12 +630,7 @@ fn monitor_command(path: &Path, command: &str, expect: &str) -> io::Result<Strin
                 if matches!(
                     e.kind(),
                     io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                if bytes.windows(expect.len()).any(|w| w == expect.as_bytes()) {
-                    break;
-                }
-            }
+                ) => {}
             Err(e) => return Err(e),
         }
     }
