@@ -314,7 +314,7 @@ impl TieredHost {
                     tail = console.tail(20);
                 }
                 Boot::Froze(console, probe) => {
-                    let kept = self.keep_frozen(scenario, attempt, &probe);
+                    let kept = self.keep_frozen(scenario, attempt, &console, &probe);
                     eprintln!(
                         "{}: boot {attempt}/{BOOT_ATTEMPTS}: the host froze (its console printed \
                          nothing for {} s, last heartbeat at uptime {}):\n{probe}\n\
@@ -337,14 +337,20 @@ impl TieredHost {
         })
     }
 
-    /// Keeps the console log of a boot that froze as
+    /// Keeps `console`, the log of a boot that froze, as
     /// `LABEL-froze-ATTEMPT.log` beside the others, with `probe` (what the
     /// runner found, [`probe_frozen`]) appended, since the next boot
     /// writes the scenario's log afresh; the kept log's path.
-    fn keep_frozen(&self, scenario: &Scenario, attempt: u32, probe: &str) -> PathBuf {
+    fn keep_frozen(
+        &self,
+        scenario: &Scenario,
+        attempt: u32,
+        console: &Console,
+        probe: &str,
+    ) -> PathBuf {
         let log = self.log_path(scenario);
         let kept = log.with_file_name(format!("{}-froze-{attempt}.log", scenario.label()));
-        let mut text = fs::read_to_string(&log).unwrap_or_default();
+        let mut text = console.text.clone();
         text.push_str("\n--- the runner's probe of the frozen host ---\n");
         text.push_str(probe);
         text.push('\n');
