@@ -12,11 +12,12 @@ mod worker;
 mod tests;
 
 use std::fmt;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::copy_engine::CopyEngine;
+use crate::copy_engine::{CopyEngine, copy_beside_on_thread};
 use crate::error::CopyError;
 use crate::plan::Plan;
 use crate::range::{CopyRange, validate};
@@ -129,6 +130,41 @@ impl CopyEngine for ThreadedCopy {
     }
 
     unsafe fn copy(&self, ranges: &[CopyRange]) -> Result<CopyStats, CopyError> {
+        // SAFETY: the caller upholds `copy`'s contract for this call.
+        unsafe { self.run_batch(ranges, None) }
+    }
+
+    /// The caller runs `beside` as soon as the pool has the batch, and
+    /// joins the copy after it: the work never waits for a CPU the pool's
+    /// copy holds, and the copy never waits for the work. Without pool
+    /// threads, `beside` gets a thread of its own.
+    unsafe fn copy_beside(
+        &self,
+        ranges: &[CopyRange],
+        beside: &(dyn Fn() + Sync),
+    ) -> Result<CopyStats, CopyError> {
+        if self.threads.is_empty() {
+            // SAFETY: the caller upholds `copy`'s contract for this call.
+            return unsafe { copy_beside_on_thread(self, ranges, beside) };
+        }
+        // SAFETY: the caller upholds `copy`'s contract for this call.
+        unsafe { self.run_batch(ranges, Some(beside)) }
+    }
+}
+
+impl ThreadedCopy {
+    /// Copies the batch with the pool; with `beside`, the caller runs it
+    /// once the pool has the batch (or before copying a batch of one
+    /// chunk) and then copies its share.
+    ///
+    /// # Safety
+    ///
+    /// As for [`CopyEngine::copy`].
+    unsafe fn run_batch(
+        &self,
+        ranges: &[CopyRange],
+        beside: Option<&(dyn Fn() + Sync)>,
+    ) -> Result<CopyStats, CopyError> {
         let start = Instant::now();
         let bytes = validate(ranges)?;
         let plan = Plan::new(ranges, self.config.chunk_size);
@@ -140,6 +176,9 @@ impl CopyEngine for ThreadedCopy {
         let job = Arc::new(job);
         let chunks = job.chunks();
         if self.threads.is_empty() || chunks <= 1 {
+            if let Some(beside) = beside {
+                beside();
+            }
             job.run(0);
             job.wait();
         } else {
@@ -149,6 +188,9 @@ impl CopyEngine for ThreadedCopy {
             // can take them all.
             let first = (hold > 0).then(|| job.claim()).flatten();
             self.shared.publish(Arc::clone(&job));
+            // The pool copies meanwhile; the caller must still finish its
+            // share and wait before a panic may unwind past the batch.
+            let side = beside.map(|beside| panic::catch_unwind(AssertUnwindSafe(beside)));
             if let Some(index) = first {
                 job.wait_for_workers(hold.min(self.threads.len()), HOLD_LIMIT);
                 job.finish(0, index);
@@ -156,6 +198,9 @@ impl CopyEngine for ThreadedCopy {
             job.run(0);
             job.wait();
             self.shared.retract();
+            if let Some(Err(payload)) = side {
+                panic::resume_unwind(payload);
+            }
         }
         let per_worker_chunks = job.outcome()?;
         Ok(CopyStats {
