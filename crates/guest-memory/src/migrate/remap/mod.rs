@@ -294,7 +294,7 @@ impl RemapMigrator {
 
     /// Copies `(src, dst, len)` triples with the engine (fault-injectable).
     fn copy(&self, pieces: &[(u64, u64, u64)], out: &mut BatchOutcome) -> StepResult {
-        self.copy_with(self.engine.as_ref(), pieces, out)
+        self.copy_beside_with(self.engine.as_ref(), pieces, None, out)
     }
 
     /// Copies `(src, dst, len)` triples with `engine` (fault-injectable).
@@ -304,10 +304,35 @@ impl RemapMigrator {
         pieces: &[(u64, u64, u64)],
         out: &mut BatchOutcome,
     ) -> StepResult {
+        self.copy_beside_with(engine, pieces, None, out)
+    }
+
+    /// Copies `(src, dst, len)` triples with the engine and runs `beside`
+    /// once meanwhile ([`CopyEngine::copy_beside`]); `beside` runs even
+    /// when the copy fails or has nothing to do.
+    fn copy_beside(
+        &self,
+        pieces: &[(u64, u64, u64)],
+        beside: &(dyn Fn() + Sync),
+        out: &mut BatchOutcome,
+    ) -> StepResult {
+        self.copy_beside_with(self.engine.as_ref(), pieces, Some(beside), out)
+    }
+
+    fn copy_beside_with(
+        &self,
+        engine: &dyn CopyEngine,
+        pieces: &[(u64, u64, u64)],
+        beside: Option<&(dyn Fn() + Sync)>,
+        out: &mut BatchOutcome,
+    ) -> StepResult {
+        let alone = || beside.iter().for_each(|b| b());
         if pieces.is_empty() {
+            alone();
             return Ok(());
         }
         if self.faults.should_fail(Step::Copy) {
+            alone();
             return Err((MoveStep::Copy, StepError::Injected));
         }
         let ranges: Vec<CopyRange> = pieces
@@ -320,7 +345,12 @@ impl RemapMigrator {
         // mapping (live for the memory's lifetime) and is a whole slot, or a
         // page of one, reserved for this batch: destinations are distinct
         // reserved slots no frame maps, so no range overlaps another.
-        let result = unsafe { engine.copy(&ranges) };
+        let result = unsafe {
+            match beside {
+                Some(beside) => engine.copy_beside(&ranges, beside),
+                None => engine.copy(&ranges),
+            }
+        };
         out.report.copy += started.elapsed();
         let stats = result.map_err(|e| (MoveStep::Copy, StepError::Copy(Arc::new(e))))?;
         out.report.bytes += stats.bytes;

@@ -1,12 +1,12 @@
 //! The pipelined protocols of the remap migrator: a batch is cut, in
-//! frame order, into sub-batches whose steps run on separate threads at
-//! once, so the copy engine is not idle while frames are protected,
+//! frame order, into sub-batches whose steps run at once, so the copy
+//! engine is not idle while frames are protected,
 //! remapped or committed. Each sub-batch succeeds or rolls back on its own,
 //! exactly as a batch of the sequential protocol does.
 //!
-//! Plain (`pipelined_phase`): three stages. While this thread copies
-//! sub-batch k, one helper write-protects k + 1 and another remaps, wakes,
-//! registers and commits k − 1.
+//! Plain (`pipelined_phase`): while the copy engine copies sub-batch k,
+//! the calling thread remaps, wakes, registers and commits k − 1 and
+//! write-protects k + 1, then joins the copy.
 //!
 //! Pre-copy (`pipelined_precopy`, from four sub-batches): two stages.
 //! The dirty log is reset once for the batch; while this thread
@@ -15,7 +15,7 @@
 //! a helper runs the write-protected final groups of k − 1 (the last
 //! delta, the remap, the wake and the commit).
 
-use std::sync::{Mutex, mpsc};
+use std::sync::{Mutex, PoisonError, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -72,15 +72,20 @@ impl RemapMigrator {
 
     /// The plain protocol over `moves` (writers held by write-protection),
     /// pipelined: the batch is cut, in frame order, into sub-batches, and
-    /// while this thread copies sub-batch k, one helper write-protects
-    /// k + 1 and another remaps, wakes, registers and commits k − 1. A
-    /// sub-batch is protected only once the copy stage is about to take
-    /// it (at most one waits, protected, ahead of the copy), and at most
-    /// one copied sub-batch waits for the remap stage, so a writer waits
-    /// for about one sub-batch. Each sub-batch succeeds or rolls back on
-    /// its own, exactly as a batch of the sequential protocol does: a
-    /// failure in sub-batch k leaves its frames where they were with their
-    /// writes, while its neighbours go on.
+    /// while the copy engine copies sub-batch k, this thread remaps, wakes,
+    /// registers and commits k − 1, write-protects k + 1, and then joins
+    /// the copy ([`CopyEngine::copy_beside`](page_copy::CopyEngine::copy_beside)).
+    /// The work beside the copy never waits for a CPU the copy holds (on
+    /// 2 cores, helper threads did: in about one sub-batch of ten a woken
+    /// helper waited for the whole copy of the sub-batch before, whatever
+    /// its nice value), and the copy waits only for the first sub-batch's protection
+    /// and the last one's remap. A sub-batch is protected only once the
+    /// one before it is being copied, and remapped while the one after it
+    /// is, so a writer waits for about two sub-batches' copies. Each
+    /// sub-batch succeeds or rolls back on its own, exactly as a batch of
+    /// the sequential protocol does: a failure in sub-batch k leaves its
+    /// frames where they were with their writes, while its neighbours go
+    /// on.
     fn pipelined_phase(&self, mut moves: Vec<Planned>, out: &mut BatchOutcome) {
         moves.sort_by_key(|m| m.frame);
         let subs = sub_batches(&moves, false);
@@ -90,74 +95,65 @@ impl RemapMigrator {
         // guard), whichever sub-batch it is in.
         self.guard.open_window(&self.runs(&frames));
         let started = Instant::now();
-        let (protected_tx, protected_rx) = mpsc::sync_channel::<(usize, StepResult)>(0);
-        let (copied_tx, copied_rx) = mpsc::sync_channel::<(usize, StepResult)>(1);
-        let (me, subs_ref) = (self, &subs);
-        let stages = thread::scope(|s| {
-            // The remap stage first: it waits for work, so if the protect
-            // stage cannot start, nothing has been touched yet.
-            let finisher = thread::Builder::new()
-                .name("migrate-remap".to_owned())
-                .spawn_scoped(s, move || {
-                    let _urgent = Urgent::new();
-                    let mut o = BatchOutcome::new(0);
-                    for (k, copied) in copied_rx {
-                        match copied {
-                            Ok(()) => {
-                                let done = me.remap_moves(subs_ref[k], &mut o);
-                                me.commit(&done, &mut o);
-                            }
-                            Err(why) => me.abort(subs_ref[k], Hold::Protect, why, &mut o),
-                        }
-                    }
-                    o
-                })
-                .ok()?;
-            // Owning the sender, so the copy stage's loop ends with it.
-            let protector = thread::Builder::new()
-                .name("migrate-protect".to_owned())
-                .spawn_scoped(s, move || {
-                    let _urgent = Urgent::new();
-                    let mut o = BatchOutcome::new(0);
-                    for (k, sub) in subs_ref.iter().enumerate() {
-                        let frames: Vec<FrameId> = sub.iter().map(|m| m.frame).collect();
-                        let t = Instant::now();
-                        let protected = me.protect(&frames);
-                        o.report.protect += t.elapsed();
-                        if protected.is_ok() && me.faults.take_write_wait() {
-                            me.guard.wait_for_writer(WRITE_WAIT_LIMIT);
-                        }
-                        if protected_tx.send((k, protected)).is_err() {
-                            break;
-                        }
-                    }
-                    o
-                });
-            let Ok(protector) = protector else {
-                drop(copied_tx);
-                join_stage(finisher);
-                return None;
-            };
-            let _urgent = Urgent::new();
-            let mut o = BatchOutcome::new(0);
-            for (k, protected) in protected_rx {
-                let copied =
-                    protected.and_then(|()| self.copy(&self.frame_pieces(subs[k]), &mut o));
-                if copied_tx.send((k, copied)).is_err() {
-                    break;
-                }
-            }
-            drop(copied_tx);
-            Some([o, join_stage(protector), join_stage(finisher)])
-        });
-        let Some(stages) = stages else {
-            // No thread for a stage (the host is out of them): nothing was
-            // protected, so the stages run one after another instead.
-            self.move_sequentially(moves, Hold::Protect, out);
-            return;
+        let _urgent = Urgent::new();
+        let mut copying = BatchOutcome::new(0);
+        let work = Mutex::new(BesideWork::default());
+        let mut protected = {
+            let mut w = work.lock().unwrap_or_else(PoisonError::into_inner);
+            self.protect_sub_batch(subs[0], &mut w.out)
         };
-        absorb_stages(stages, started.elapsed(), subs.len(), out);
+        for (k, sub) in subs.iter().enumerate() {
+            let beside = || {
+                let mut w = work.lock().unwrap_or_else(PoisonError::into_inner);
+                let w = &mut *w;
+                if let Some((j, copied)) = w.copied.take() {
+                    self.finish_sub_batch(subs[j], copied, &mut w.out);
+                }
+                if let Some(after) = subs.get(k + 1) {
+                    w.protected = Some(self.protect_sub_batch(after, &mut w.out));
+                }
+            };
+            let copied = match protected {
+                Ok(()) => self.copy_beside(&self.frame_pieces(sub), &beside, &mut copying),
+                Err(why) => {
+                    beside();
+                    Err(why)
+                }
+            };
+            let mut w = work.lock().unwrap_or_else(PoisonError::into_inner);
+            protected = w.protected.take().unwrap_or(Ok(()));
+            w.copied = Some((k, copied));
+        }
+        let mut w = work.into_inner().unwrap_or_else(PoisonError::into_inner);
+        if let Some((j, copied)) = w.copied.take() {
+            self.finish_sub_batch(subs[j], copied, &mut w.out);
+        }
+        absorb_stages([copying, w.out], started.elapsed(), subs.len(), out);
         self.finish_window(out);
+    }
+
+    /// Write-protects the frames of `sub` (a pipelined plain sub-batch).
+    fn protect_sub_batch(&self, sub: &[Planned], out: &mut BatchOutcome) -> StepResult {
+        let frames: Vec<FrameId> = sub.iter().map(|m| m.frame).collect();
+        let t = Instant::now();
+        let protected = self.protect(&frames);
+        out.report.protect += t.elapsed();
+        if protected.is_ok() && self.faults.take_write_wait() {
+            self.guard.wait_for_writer(WRITE_WAIT_LIMIT);
+        }
+        protected
+    }
+
+    /// Ends a pipelined plain sub-batch after its copy: remaps and commits
+    /// it, or rolls it back.
+    fn finish_sub_batch(&self, sub: &[Planned], copied: StepResult, out: &mut BatchOutcome) {
+        match copied {
+            Ok(()) => {
+                let done = self.remap_moves(sub, out);
+                self.commit(&done, out);
+            }
+            Err(why) => self.abort(sub, Hold::Protect, why, out),
+        }
     }
 
     /// The pre-copy protocol over `moves` (writers held by
@@ -232,6 +228,17 @@ impl RemapMigrator {
         };
         absorb_stages(stages, started.elapsed(), subs.len(), out);
     }
+}
+
+/// What the work beside a pipelined plain batch's copies hands on.
+#[derive(Default)]
+struct BesideWork {
+    /// The sub-batch last copied and how its copy went, to finish.
+    copied: Option<(usize, StepResult)>,
+    /// How protecting the next sub-batch went.
+    protected: Option<StepResult>,
+    /// What the work did (protect, remap, commit).
+    out: BatchOutcome,
 }
 
 /// Adds the outcomes of a pipelined batch's stages, which ran over `span`
