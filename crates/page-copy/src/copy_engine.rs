@@ -30,7 +30,8 @@ pub trait CopyEngine: Send + Sync + fmt::Debug {
     unsafe fn copy(&self, ranges: &[CopyRange]) -> Result<CopyStats, CopyError>;
 
     /// Copies the batch like [`copy`](Self::copy) and runs `beside` once
-    /// meanwhile, on a CPU the copy leaves: work that must not wait for the
+    /// meanwhile (also when the copy fails, even before it starts), on a
+    /// CPU the copy leaves: work that must not wait for the
     /// copy nor keep the engine idle (a migration pipeline protects the
     /// next sub-batch and remaps the last one). Returns once both are
     /// done; a panic in `beside` is raised again after the copy finished.

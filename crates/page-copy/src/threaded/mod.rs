@@ -166,7 +166,14 @@ impl ThreadedCopy {
         beside: Option<&(dyn Fn() + Sync)>,
     ) -> Result<CopyStats, CopyError> {
         let start = Instant::now();
-        let bytes = validate(ranges)?;
+        let bytes = match validate(ranges) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                // The work runs once whatever the copy does.
+                beside.iter().for_each(|beside| beside());
+                return Err(e.into());
+            }
+        };
         let plan = Plan::new(ranges, self.config.chunk_size);
         // SAFETY: the batch is validated and valid per this function's
         // contract until we return, and `job.wait()` runs before that.

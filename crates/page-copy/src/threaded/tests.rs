@@ -197,3 +197,20 @@ fn without_pool_threads_the_work_runs_beside_on_a_thread() {
         assert!(dst == src);
     });
 }
+
+#[test]
+fn the_work_beside_runs_once_when_the_batch_is_refused() {
+    for workers in [1, 2] {
+        let engine = ThreadedCopy::new(ThreadedConfig::with_workers(workers)).unwrap();
+        let mut dst = vec![0u8; 2 * MIB];
+        let null_source = CopyRange::new(std::ptr::null(), dst.as_mut_ptr(), dst.len());
+        let runs = AtomicUsize::new(0);
+        let beside = || {
+            runs.fetch_add(1, Ordering::SeqCst);
+        };
+        // SAFETY: the batch is refused before anything is copied.
+        let result = unsafe { engine.copy_beside(&[null_source], &beside) };
+        assert!(matches!(result, Err(CopyError::Range(_))), "{result:?}");
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "{workers} workers");
+    }
+}

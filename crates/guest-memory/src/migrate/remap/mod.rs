@@ -326,13 +326,13 @@ impl RemapMigrator {
         beside: Option<&(dyn Fn() + Sync)>,
         out: &mut BatchOutcome,
     ) -> StepResult {
-        let alone = || beside.iter().for_each(|b| b());
+        let run_beside = || beside.iter().for_each(|b| b());
         if pieces.is_empty() {
-            alone();
+            run_beside();
             return Ok(());
         }
         if self.faults.should_fail(Step::Copy) {
-            alone();
+            run_beside();
             return Err((MoveStep::Copy, StepError::Injected));
         }
         let ranges: Vec<CopyRange> = pieces

@@ -106,6 +106,10 @@ impl RemapMigrator {
             let beside = || {
                 let mut w = work.lock().unwrap_or_else(PoisonError::into_inner);
                 let w = &mut *w;
+                if w.done_beside == Some(k) {
+                    return;
+                }
+                w.done_beside = Some(k);
                 if let Some((j, copied)) = w.copied.take() {
                     self.finish_sub_batch(subs[j], copied, &mut w.out);
                 }
@@ -120,6 +124,9 @@ impl RemapMigrator {
                     Err(why)
                 }
             };
+            // The engine ran the work; should one ever fail to, it runs
+            // here, late but before anything relies on it.
+            beside();
             let mut w = work.lock().unwrap_or_else(PoisonError::into_inner);
             protected = w.protected.take().unwrap_or(Ok(()));
             w.copied = Some((k, copied));
@@ -233,6 +240,8 @@ impl RemapMigrator {
 /// What the work beside a pipelined plain batch's copies hands on.
 #[derive(Default)]
 struct BesideWork {
+    /// The sub-batch whose copy the work last ran beside (it runs once).
+    done_beside: Option<usize>,
     /// The sub-batch last copied and how its copy went, to finish.
     copied: Option<(usize, StepResult)>,
     /// How protecting the next sub-batch went.
