@@ -31,13 +31,13 @@ pub trait CopyEngine: Send + Sync + fmt::Debug {
 
     /// Copies the batch like [`copy`](Self::copy) and runs `beside` once
     /// meanwhile (also when the copy fails, even before it starts), on a
-    /// CPU the copy leaves: work that must not wait for the
-    /// copy nor keep the engine idle (a migration pipeline protects the
-    /// next sub-batch and remaps the last one). Returns once both are
-    /// done; a panic in `beside` is raised again after the copy finished.
-    /// The stats' elapsed time spans both. `beside` must not copy with
-    /// this engine: an engine may serve one batch at a time (the pool
-    /// does), and the batch in flight is the caller's.
+    /// CPU the copy leaves: work that must not wait for the copy nor keep
+    /// the engine idle (a migration pipeline protects the next sub-batch
+    /// and remaps the last one). Returns once both are done; a panic in
+    /// `beside` is raised again after the copy finished. The stats'
+    /// elapsed time spans both. `beside` must not copy with this engine:
+    /// an engine may serve one batch at a time (the pool does), and the
+    /// batch in flight is the caller's.
     ///
     /// By default `beside` runs on a thread of its own (or first, on the
     /// calling thread, where no thread can be started), which suits
