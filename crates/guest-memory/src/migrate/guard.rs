@@ -1,6 +1,9 @@
 //! The write guard of a VM's guest RAM: one userfaultfd registered over
 //! every RAM region, and a handler thread that watches write-protect
-//! faults and, when fault sampling is on, resolves minor faults.
+//! faults and, when fault sampling is on, resolves minor faults. (Without
+//! fault sampling, the remap migrator leaves a frame it moved onto
+//! preallocated 4 KiB-page shmem unregistered until the frame's next
+//! hold registers it.)
 //!
 //! The migrator opens a *window* over the frames it is moving before it
 //! write-protects them; guest (and host) writes into the window block in

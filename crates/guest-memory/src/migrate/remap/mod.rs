@@ -16,8 +16,11 @@
 //! since their last move. A touch of an unmapped page in a held run is a
 //! minor fault, which the guard resolves by mapping the source page
 //! write-protected (readers go on, writers block as on a write-protected
-//! page). The new mapping is not registered for minor faults; a rolled
-//! back run is registered with the guard's own modes again. Hugetlb
+//! page). The new mapping is not registered at all unless the guard takes
+//! minor faults for fault sampling: the next hold registers it, and until
+//! then the guest's touches of it are ordinary faults, which the kernel
+//! serves a neighbourhood at a time. A rolled back run is registered with
+//! the guard's own modes again. Hugetlb
 //! frames are one entry each and are write-protected whole, and so are
 //! frames of shmem that is not preallocated: a touch of a hole there is a
 //! missing-page fault, which minor registration does not trap.
@@ -509,8 +512,10 @@ impl RemapMigrator {
     /// of consecutive frames going to consecutive slots, runs with a
     /// waiting writer first, and wakes each run's writers as soon as it is
     /// mapped; then registers the new mappings with the guard, in as few
-    /// calls as it can ([`register_moved`](Self::register_moved)). Returns
-    /// the moves that failed (already restored to their source mapping).
+    /// calls as it can ([`register_moved`](Self::register_moved)), except
+    /// those the next hold registers ([`registered_by_hold`](Self::registered_by_hold)).
+    /// Returns the moves that failed (already restored to their source
+    /// mapping).
     ///
     /// Once a run is mapped its frames live on their destination: writers
     /// that were not waiting write there at once, since the new mapping is
@@ -537,7 +542,9 @@ impl RemapMigrator {
                 Ok(()) => {
                     if self.protectable(first.to.tier) {
                         self.guard.replaced(host, len);
-                        mapped.push((first.frame.index(), count));
+                        if !self.registered_by_hold(first.to.tier) {
+                            mapped.push((first.frame.index(), count));
+                        }
                     }
                     let _ = self.guard.uffd().wake(host, len);
                     self.record_stalls(host, len, out);
@@ -553,6 +560,26 @@ impl RemapMigrator {
         self.register_moved(mapped, out);
         out.report.remap += started.elapsed();
         failed
+    }
+
+    /// Whether a new mapping of tier `tier` is left unregistered: on a
+    /// preallocated 4 KiB-page shmem tier the next hold of its frames
+    /// registers it anyway ([`hold_unmapped`](Self::hold_unmapped)), unless
+    /// the guard takes minor faults itself (fault sampling needs every
+    /// mapping registered). Unregistered, a guest's read fault maps 16
+    /// neighbours too, writable; registered for write-protection, every
+    /// page faults alone, to read and again to write (33 against 1,024
+    /// faults for a 2 MiB frame read and then written). Each of those vCPU
+    /// faults holds `mmap_lock` for reading, and the next remap's `mmap`
+    /// waits for them: under a write-busy guest the remap of 64-frame
+    /// batches fell from 73–85 to 49 µs a frame (medians, 2 cores;
+    /// docs/benchmarks.md).
+    fn registered_by_hold(&self, tier: TierId) -> bool {
+        !self.guard.minor_faults_enabled()
+            && self.pagemap.is_some()
+            && self.memory.tiers()[tier.index()]
+                .kind()
+                .preallocated_small_page_shmem()
     }
 
     /// Registers the new mappings of `runs` (`(first frame, count)`, on
