@@ -572,7 +572,7 @@ impl RemapMigrator {
     /// faults for a 2 MiB frame read and then written). Each of those vCPU
     /// faults holds `mmap_lock` for reading, and the next remap's `mmap`
     /// waits for them: under a write-busy guest the remap of 64-frame
-    /// batches fell from 73–85 to 49 µs a frame (medians, 2 cores;
+    /// batches fell from 73–88 to 49–53 µs a frame (medians, 2 cores;
     /// docs/benchmarks.md).
     fn registered_by_hold(&self, tier: TierId) -> bool {
         !self.guard.minor_faults_enabled()
