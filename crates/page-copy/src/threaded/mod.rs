@@ -32,7 +32,7 @@ use worker::{Shared, Worker};
 /// Longest a caller held by [`ThreadedCopy::hold_caller_for_workers`]
 /// waits for the pool: far beyond any wake-up, short enough that a pool
 /// that never joins fails its test instead of hanging it.
-pub const HOLD_LIMIT: Duration = Duration::from_secs(60);
+const HOLD_LIMIT: Duration = Duration::from_secs(60);
 
 /// Multi-threaded copy engine over a persistent thread pool.
 ///
@@ -110,7 +110,7 @@ impl ThreadedCopy {
     /// Test hook: in every later batch the pool works on, the caller
     /// claims the first chunk, then copies nothing until `workers` pool
     /// threads have each copied a chunk (or every chunk is claimed), at
-    /// most [`HOLD_LIMIT`]; 0 turns it off. Both the caller and the pool
+    /// most a minute (`HOLD_LIMIT`); 0 turns it off. Both the caller and the pool
     /// then copy part of every batch, whatever the scheduler does, so tests
     /// of the split do not count on it; no engine the VMM builds sets it.
     pub fn hold_caller_for_workers(&self, workers: usize) {
