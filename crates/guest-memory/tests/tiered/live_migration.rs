@@ -232,6 +232,15 @@ fn verify_final(rig: &Rig, results: &[(Vec<u64>, u64)]) {
 }
 
 /// Runs writers while `drive` migrates; returns the migrators' totals.
+/// Moves `frame` alone to the tier it is not on.
+fn move_to_the_other_tier(rig: &Rig, frame: FrameId) -> BatchOutcome {
+    let at = rig.mem.location(frame).unwrap();
+    rig.migrator.migrate_moves(&[Move {
+        frame,
+        to_tier: TierId(1 - at.tier.index()),
+    }])
+}
+
 fn under_fire(rig: &Rig, drive: impl FnOnce(&Rig) -> BatchOutcome + Send) -> BatchOutcome {
     let stop = AtomicBool::new(false);
     let start = Barrier::new(WRITERS as usize + 1);
@@ -1047,11 +1056,7 @@ fn write_into_an_unmapped_frame_while_it_moves(moved_before: bool) {
     let rig = rig_prealloc(false, GuardOptions::default());
     let guard = rig.guard.clone().unwrap();
     if moved_before {
-        let at = rig.mem.location(FrameId(0)).unwrap();
-        let r = rig.migrator.migrate_moves(&[Move {
-            frame: FrameId(0),
-            to_tier: TierId(1 - at.tier.index()),
-        }]);
+        let r = move_to_the_other_tier(&rig, FrameId(0));
         assert_eq!((r.report.moved, r.report.aborted), (1, 0), "{r:?}");
     }
     let (host, from) = unmapped_first_frame(&rig, 1);
@@ -1124,11 +1129,7 @@ fn a_new_mapping_is_registered_unless_the_next_hold_registers_it() {
     for (name, rig, registered) in cases {
         let host = rig.mem.frames().host_addr(FrameId(0)).unwrap();
         for _ in 0..2 {
-            let at = rig.mem.location(FrameId(0)).unwrap();
-            let r = rig.migrator.migrate_moves(&[Move {
-                frame: FrameId(0),
-                to_tier: TierId(1 - at.tier.index()),
-            }]);
+            let r = move_to_the_other_tier(&rig, FrameId(0));
             assert_eq!((r.report.moved, r.report.aborted), (1, 0), "{name}: {r:?}");
             assert_eq!(r.errors().count(), 0, "{name}: {r:?}");
             let flags = vm_flags(host);
